@@ -1,0 +1,204 @@
+"""One error hierarchy for everything that can be wrong with a binlog file.
+
+Every error carries where it happened -- the file, the byte offset of the event, the index of
+an inner event inside a compressed transaction, the event type, and a path to the failing
+field such as ``UPDATE_ROWS -> row 3 -> col 7 created_at`` -- and a stable upper-snake
+``code`` that is stored in quarantine rows.  The classes also inherit the closest builtin
+(``EOFError``, ``ValueError``, ``LookupError``, ``NotImplementedError``) so callers that do
+not know this package still catch them sensibly.
+
+Decoders raise an error with the message and whatever they know; layers above fill in the
+rest with :meth:`BinlogError.locate` and :meth:`BinlogError.within` as the error travels up::
+
+    try:
+        value = decode_column(...)
+    except BinlogError as exc:
+        raise exc.within(f"col {i} {name}")
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar, Self
+
+
+class BinlogError(Exception):
+    """Base class: something in a binlog file could not be read as the format requires."""
+
+    code: ClassVar[str] = "BINLOG_ERROR"
+    severity: ClassVar[str] = "error"
+    """``error``: data could not be decoded; ``warning``: everything was kept, something is unusual."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        file: str | None = None,
+        offset: int | None = None,
+        inner_index: int | None = None,
+        event_type: str | None = None,
+        path: tuple[str, ...] = (),
+    ) -> None:
+        super().__init__(message)
+        self.message = message
+        self.file = file
+        self.offset = offset
+        self.inner_index = inner_index
+        self.event_type = event_type
+        self.path = path
+
+    def locate(
+        self,
+        *,
+        file: str | None = None,
+        offset: int | None = None,
+        inner_index: int | None = None,
+        event_type: str | None = None,
+    ) -> Self:
+        """Fill in location fields that are still unknown; fields already set are kept."""
+        if self.file is None:
+            self.file = file
+        if self.offset is None:
+            self.offset = offset
+        if self.inner_index is None:
+            self.inner_index = inner_index
+        if self.event_type is None:
+            self.event_type = event_type
+        return self
+
+    def within(self, step: str) -> Self:
+        """Prefix the field path with an enclosing step (``row 3``, ``col 7 created_at``)."""
+        self.path = (step, *self.path)
+        return self
+
+    @property
+    def where(self) -> str:
+        """``file@offset[#inner] EVENT -> path`` for messages and quarantine rows."""
+        parts: list[str] = []
+        place = self.file or "<stream>"
+        if self.offset is not None:
+            place += f"@{self.offset}"
+        if self.inner_index is not None:
+            place += f"#{self.inner_index}"
+        parts.append(place)
+        trail = " -> ".join(([self.event_type] if self.event_type else []) + list(self.path))
+        if trail:
+            parts.append(trail)
+        return " ".join(parts)
+
+    def __str__(self) -> str:
+        return f"{self.where}: {self.message} [{self.code}]"
+
+    def __reduce__(self) -> tuple[object, ...]:
+        # keep keyword context when errors cross process boundaries (Spark workers)
+        return (
+            _rebuild,
+            (type(self), self.message, self.file, self.offset, self.inner_index, self.event_type, self.path),
+        )
+
+
+def _rebuild(
+    cls: type[BinlogError],
+    message: str,
+    file: str | None,
+    offset: int | None,
+    inner_index: int | None,
+    event_type: str | None,
+    path: tuple[str, ...],
+) -> BinlogError:
+    return cls(message, file=file, offset=offset, inner_index=inner_index, event_type=event_type, path=path)
+
+
+class TruncatedError(BinlogError, EOFError):
+    """The bytes end before a length read from the file says they should."""
+
+    code = "TRUNCATED"
+
+
+class MalformedError(BinlogError, ValueError):
+    """The bytes are present but do not form a valid value of the format."""
+
+    code = "MALFORMED"
+
+
+class NotABinlogError(MalformedError):
+    """The file does not start with the binlog magic ``fe 62 69 6e``."""
+
+    code = "NOT_A_BINLOG"
+
+
+class MissingFormatDescriptionError(MalformedError):
+    """A v4 file whose first event is not a FORMAT_DESCRIPTION event."""
+
+    code = "NO_FORMAT_DESCRIPTION"
+
+
+class ChecksumMismatchError(MalformedError):
+    """The CRC32 stored after an event does not match the event's bytes."""
+
+    code = "CHECKSUM_MISMATCH"
+
+
+class DecompressionError(MalformedError):
+    """A compressed event or transaction payload could not be inflated."""
+
+    code = "DECOMPRESSION_FAILED"
+
+
+class UnsupportedError(BinlogError, NotImplementedError):
+    """Valid input that this decoder does not read (a feature it does not implement)."""
+
+    code = "UNSUPPORTED"
+
+
+class EncryptedError(UnsupportedError):
+    """The file (or the rest of it) is encrypted; the key is not available to a file reader."""
+
+    code = "ENCRYPTED"
+
+
+class UnknownTableIdError(BinlogError, LookupError):
+    """A rows event refers to a table id with no TABLE_MAP in force in the same file."""
+
+    code = "UNKNOWN_TABLE_ID"
+
+
+class UnknownEventTypeWarning(BinlogError):
+    """An event type this decoder does not know; the event is kept as raw bytes."""
+
+    code = "UNKNOWN_EVENT_TYPE"
+    severity = "warning"
+
+
+class UnknownStatusVarWarning(BinlogError):
+    """A QUERY status variable code this decoder does not know; like the server, reading stops there."""
+
+    code = "UNKNOWN_STATUS_VAR"
+    severity = "warning"
+
+
+class CharsetWarning(BinlogError):
+    """Text in a charset with no Python codec, or bytes invalid in their charset: kept as bytes."""
+
+    code = "UNDECODABLE_TEXT"
+    severity = "warning"
+
+
+ERROR_CODES: dict[str, type[BinlogError]] = {
+    cls.code: cls
+    for cls in (
+        BinlogError,
+        TruncatedError,
+        MalformedError,
+        NotABinlogError,
+        MissingFormatDescriptionError,
+        ChecksumMismatchError,
+        DecompressionError,
+        UnsupportedError,
+        EncryptedError,
+        UnknownTableIdError,
+        UnknownEventTypeWarning,
+        UnknownStatusVarWarning,
+        CharsetWarning,
+    )
+}
+"""Every stable error code and the class that carries it."""
