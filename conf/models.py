@@ -1,0 +1,309 @@
+"""Typed configuration: one pydantic model per YAML section.
+
+Every model forbids unknown keys and describes every field; ``AppConfig`` is the root. Adding a
+section is adding one field to ``AppConfig`` whose type is a ``Section`` subclass with defaults.
+
+Paths: fields typed ``PathOrUri`` accept a local path or any Hadoop URI (``s3a://``, ``hdfs://``,
+``file:/``, ...). URIs are kept as written; a relative local path is made absolute against the
+base directory given in the validation context (``{"base_dir": ...}``), by default the project
+root when running from a checkout (the directory holding ``pyproject.toml``), else the current
+working directory.
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import UTC, date, datetime
+from importlib.metadata import PackageNotFoundError, version
+from pathlib import Path
+from typing import Annotated, Literal
+
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationInfo, field_validator
+
+__all__ = [
+    "AppConfig",
+    "DecoderSettings",
+    "InputSettings",
+    "PathOrUri",
+    "Section",
+    "SparkSettings",
+    "StorageSettings",
+    "default_base_dir",
+    "default_delta_package",
+    "project_root",
+    "resolve_path",
+]
+
+_URI_SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*:")
+_WINDOWS_DRIVE = re.compile(r"^[A-Za-z]:[\\/]")
+_MAVEN_COORDINATE = re.compile(r"^[^:\s,]+:[^:\s,]+:[^:\s,]+$")
+_MEMORY_SIZE = re.compile(r"^[1-9][0-9]*[kmgtp]?$", re.IGNORECASE)
+
+SCALA_BINARY_VERSION = "2.13"
+
+
+def project_root() -> Path | None:
+    """The checkout this package runs from (the folder holding ``pyproject.toml``), or None."""
+    candidate = Path(__file__).resolve().parent.parent
+    return candidate if (candidate / "pyproject.toml").is_file() else None
+
+
+def default_base_dir() -> Path:
+    """Where relative paths in a config resolve: the project root, else the working directory."""
+    return project_root() or Path.cwd()
+
+
+def default_delta_package() -> str:
+    """The Delta Lake Maven coordinate matching the installed ``pyspark`` and ``delta-spark``.
+
+    Computed as delta-spark's ``configure_spark_with_delta_pip`` does::
+
+        >>> default_delta_package()  # with pyspark 4.2.0 and delta-spark 4.4.0
+        'io.delta:delta-spark_4.2_2.13:4.4.0'
+    """
+    try:
+        spark_version = version("pyspark")
+        delta_version = version("delta-spark")
+    except PackageNotFoundError as exc:  # pragma: no cover - both are hard dependencies
+        raise RuntimeError(f"cannot compute the Delta package: {exc.name} is not installed") from exc
+    spark_major_minor = ".".join(spark_version.split(".")[:2])
+    return f"io.delta:delta-spark_{spark_major_minor}_{SCALA_BINARY_VERSION}:{delta_version}"
+
+
+def is_uri(value: str) -> bool:
+    """True when ``value`` carries a URI scheme (``s3a://b/k``, ``file:/x``), not a local path."""
+    return bool(_URI_SCHEME.match(value)) and not _WINDOWS_DRIVE.match(value)
+
+
+def resolve_path(value: str, info: ValidationInfo) -> str:
+    """Make a relative local path absolute against the context's ``base_dir``; keep URIs."""
+    if is_uri(value):
+        return value
+    path = Path(value).expanduser()
+    if not path.is_absolute():
+        base = (info.context or {}).get("base_dir") or default_base_dir()
+        path = Path(base) / path
+    return str(path.resolve())
+
+
+def _non_empty(value: str) -> str:
+    """Reject empty and blank strings."""
+    if not value.strip():
+        raise ValueError("must not be empty")
+    return value
+
+
+PathOrUri = Annotated[str, AfterValidator(_non_empty), AfterValidator(resolve_path)]
+"""A local path (relative ones resolve against the base directory) or a Hadoop URI."""
+
+SparkConfValue = str | bool | int | float
+
+
+class Section(BaseModel):
+    """Base of every config model: unknown keys are errors, values must have their real type.
+
+    Strict mode: YAML `"false"` or `"4"` (quoted) are rejected where a boolean or number is due.
+    """
+
+    model_config = ConfigDict(extra="forbid", strict=True, validate_default=True, frozen=True)
+
+
+class SparkSettings(Section):
+    """How the Spark session is built (see `pipelines.session.build_spark`)."""
+
+    master: str | None = Field(
+        default="local[*]",
+        description=(
+            "Spark master URL (`local[2]`, `yarn`, `spark://host:7077`, `k8s://...`). `null` takes it "
+            "from spark-submit (plain `python` then falls back to Spark's default, `local[*]`)."
+        ),
+    )
+    app_name: str = Field(
+        default="binlog-lakehouse",
+        min_length=1,
+        description="Application name shown in the Spark UI and the cluster manager.",
+    )
+    packages: list[str] = Field(
+        default_factory=lambda: [default_delta_package()],
+        description=(
+            "Maven coordinates (`group:artifact:version`) resolved with Ivy at start-up "
+            "(`spark.jars.packages`). The default is the Delta Lake artifact matching the installed "
+            "pyspark and delta-spark. Add e.g. `org.apache.hadoop:hadoop-aws:<version>` for s3a://."
+        ),
+    )
+    jars: list[PathOrUri] = Field(
+        default_factory=list,
+        description=(
+            "Local jar paths or URIs (`spark.jars`). When not empty they are used INSTEAD of "
+            "`packages`, for clusters without access to Maven Central."
+        ),
+    )
+    ivy_dir: PathOrUri = Field(
+        default=".cache/ivy",
+        description=(
+            "Ivy directory for `packages` (`spark.jars.ivy`): the resolved jars land in `<ivy_dir>/jars`. "
+            "Relative to the project root."
+        ),
+    )
+    warehouse_dir: PathOrUri | None = Field(
+        default=None,
+        description=(
+            "`spark.sql.warehouse.dir`: where databases and managed tables without an explicit location "
+            "go. `null` keeps Spark's default (`spark-warehouse/` in the working directory)."
+        ),
+    )
+    driver_memory: str | None = Field(
+        default=None,
+        description=(
+            "Driver JVM heap (`spark.driver.memory`, e.g. `2g`). Only takes effect when this process "
+            "starts the JVM; under spark-submit pass `--driver-memory` instead. `null`: Spark's default."
+        ),
+    )
+    shuffle_partitions: int | None = Field(
+        default=None,
+        ge=1,
+        description=(
+            "`spark.sql.shuffle.partitions`. `null`: twice the cores of a `local[N]` master "
+            "(at least 2), Spark's default (200) elsewhere."
+        ),
+    )
+    ui_enabled: bool = Field(default=True, description="Start the Spark web UI (`spark.ui.enabled`).")
+    log_level: Literal["ALL", "TRACE", "DEBUG", "INFO", "WARN", "ERROR", "FATAL", "OFF"] = Field(
+        default="WARN",
+        description="Log level of the Spark JVM once the session is up.",
+    )
+    conf: dict[str, SparkConfValue] = Field(
+        default_factory=dict,
+        description=(
+            "Extra Spark settings (`spark.executor.memory: 4g`), applied last: they override every "
+            "setting above and those given to spark-submit."
+        ),
+    )
+
+    @field_validator("packages")
+    @classmethod
+    def _check_coordinates(cls, packages: list[str]) -> list[str]:
+        for coordinate in packages:
+            if not _MAVEN_COORDINATE.match(coordinate):
+                raise ValueError(f"{coordinate!r} is not a Maven coordinate group:artifact:version")
+        return packages
+
+    @field_validator("driver_memory")
+    @classmethod
+    def _check_memory(cls, value: str | None) -> str | None:
+        if value is not None and not _MEMORY_SIZE.match(value):
+            raise ValueError(f"{value!r} is not a JVM memory size such as 512m or 2g")
+        return value
+
+    @field_validator("master")
+    @classmethod
+    def _check_master(cls, value: str | None) -> str | None:
+        if value is not None and not value.strip():
+            raise ValueError("must not be empty; use null to take the master from spark-submit")
+        return value
+
+
+class InputSettings(Section):
+    """Where the binary-log files are read from."""
+
+    path: PathOrUri = Field(
+        description=(
+            "Folder (or single file) holding the binlog files: a local path, relative to the project "
+            "root, or any Hadoop URI (`s3a://bucket/binlogs/`, `hdfs://...`)."
+        ),
+    )
+    glob: str = Field(
+        default="*.[0-9][0-9][0-9][0-9][0-9][0-9]",
+        min_length=1,
+        description=(
+            "File-name pattern (Hadoop glob, Spark's `pathGlobFilter`). The default matches binlog "
+            "names such as `mysql-bin.000001` and `mariadb-bin.000042`, not the `.index` file."
+        ),
+    )
+    recursive: bool = Field(
+        default=False,
+        description="Also read files in sub-folders of `path` (Spark's `recursiveFileLookup`).",
+    )
+    modified_after: datetime | None = Field(
+        default=None,
+        description=(
+            "Only read files modified after this instant (Spark's `modifiedAfter`), e.g. "
+            "`2024-05-01T00:00:00Z`. A time without a zone is taken as UTC. `null`: all files."
+        ),
+    )
+
+    @field_validator("modified_after", mode="before")
+    @classmethod
+    def _date_as_midnight(cls, value: object) -> object:
+        if isinstance(value, date) and not isinstance(value, datetime):
+            return datetime(value.year, value.month, value.day)
+        return value
+
+    @field_validator("modified_after")
+    @classmethod
+    def _as_utc(cls, value: datetime | None) -> datetime | None:
+        if value is None:
+            return None
+        return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
+
+
+_DATABASE_NAME = r"^[A-Za-z_][A-Za-z0-9_]*$"
+
+
+class StorageSettings(Section):
+    """Where the Delta tables are written and how they are named in the catalog."""
+
+    root: PathOrUri = Field(
+        description=(
+            "Lakehouse root: a local path, relative to the project root, or a Hadoop URI "
+            "(`s3a://bucket/lakehouse/`). Every table is stored below it."
+        ),
+    )
+    bronze_database: str = Field(
+        default="binlog_bronze",
+        pattern=_DATABASE_NAME,
+        description="Catalog database of the bronze tables (files, events, quarantine).",
+    )
+    silver_database: str = Field(
+        default="binlog_silver",
+        pattern=_DATABASE_NAME,
+        description="Catalog database of the silver tables (table maps, DDL, schema history).",
+    )
+    gold_database: str = Field(
+        default="binlog_gold",
+        pattern=_DATABASE_NAME,
+        description="Catalog database of the gold change tables.",
+    )
+    register_tables: bool = Field(
+        default=True,
+        description=(
+            "Register every table in the Spark catalog under the databases above (in addition to "
+            "its path), so it can be queried by name."
+        ),
+    )
+
+
+class DecoderSettings(Section):
+    """Options of the binlog decoder."""
+
+    default_charset: str = Field(
+        default="utf8mb4",
+        pattern=r"^[a-z0-9_]+$",
+        description=(
+            "MySQL character set name used to decode string columns when the file carries no "
+            "charset for them (no `binlog_row_metadata=FULL`)."
+        ),
+    )
+    verify_checksums: bool = Field(
+        default=True,
+        description="Verify each event's CRC32 checksum when the file declares one.",
+    )
+
+
+class AppConfig(Section):
+    """The whole configuration: one attribute per YAML section."""
+
+    spark: SparkSettings = Field(default_factory=SparkSettings, description="Spark session settings.")
+    input: InputSettings = Field(description="Binlog files to read.")
+    storage: StorageSettings = Field(description="Delta Lake output.")
+    decoder: DecoderSettings = Field(default_factory=DecoderSettings, description="Binlog decoding.")

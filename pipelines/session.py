@@ -1,0 +1,211 @@
+"""The one place a Spark session is built: Delta Lake enabled, settings from ``SparkSettings``.
+
+Precedence, lowest first: the settings computed here from the config, then whatever the launcher
+already set (spark-submit's ``--master``, ``--packages``, ``--conf``, or a running SparkContext),
+then ``spark.conf`` from the config, which is applied last and wins over everything.
+
+``python -m pipelines.session --warm`` starts a session once so that Ivy downloads the Delta jars
+into ``spark.ivy_dir``, writes and reads a one-row Delta table, and prints where the jars are.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import sys
+import tempfile
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+from pyspark import SparkConf, SparkContext
+from pyspark.sql import SparkSession
+
+from conf import ConfigError, SparkSettings, load_config
+from conf.models import is_uri
+
+__all__ = [
+    "DELTA_CATALOG",
+    "DELTA_EXTENSION",
+    "LAUNCH_SETTINGS",
+    "build_spark",
+    "cached_jar",
+    "launcher_conf",
+    "local_cores",
+    "spark_options",
+]
+
+DELTA_EXTENSION = "io.delta.sql.DeltaSparkSessionExtension"
+DELTA_CATALOG = "org.apache.spark.sql.delta.catalog.DeltaCatalog"
+
+LAUNCH_SETTINGS = frozenset(
+    {"spark.master", "spark.jars.packages", "spark.jars", "spark.jars.ivy", "spark.driver.memory"}
+)
+"""Settings that only matter when the JVM starts: never set when a launcher already started it."""
+
+_LOCAL_MASTER = re.compile(r"^local(?:\[(?P<cores>\*|[1-9][0-9]*)(?:,[0-9]+)?\])?$")
+
+
+def local_cores(master: str | None) -> int | None:
+    """The worker threads of a ``local``/``local[N]``/``local[*]`` master, None for other masters.
+
+        >>> local_cores("local[2]"), local_cores("local"), local_cores("yarn")
+        (2, 1, None)
+    """
+    match = _LOCAL_MASTER.match(master or "")
+    if match is None:
+        return None
+    cores = match.group("cores")
+    if cores is None:
+        return 1
+    return (os.cpu_count() or 1) if cores == "*" else int(cores)
+
+
+def _conf_value(value: str | bool | int | float) -> str:
+    """Spark's spelling of a setting value (booleans in lower case)."""
+    return str(value).lower() if isinstance(value, bool) else str(value)
+
+
+def spark_options(cfg: SparkSettings, launched: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The Spark settings for ``cfg``; ``launched`` is the conf of an already running JVM, if any.
+
+    When ``launched`` is given (spark-submit, or an existing SparkContext), launch-time settings
+    (``LAUNCH_SETTINGS``) are left to it, and every computed setting it already has keeps its
+    value; the Delta extension is appended to its ``spark.sql.extensions``. ``cfg.conf`` is
+    applied last in both cases.
+
+        >>> opts = spark_options(SparkSettings(master="local[2]", ui_enabled=False))
+        >>> opts["spark.master"], opts["spark.sql.shuffle.partitions"], opts["spark.ui.enabled"]
+        ('local[2]', '4', 'false')
+    """
+    existing = dict(launched or {})
+    master = existing.get("spark.master") if launched is not None else cfg.master
+    options: dict[str, str] = {}
+    if launched is None:
+        if cfg.master is not None:
+            options["spark.master"] = cfg.master
+        if cfg.jars:
+            options["spark.jars"] = ",".join(cfg.jars)
+        elif cfg.packages:
+            options["spark.jars.packages"] = ",".join(cfg.packages)
+        options["spark.jars.ivy"] = cfg.ivy_dir
+        if cfg.driver_memory is not None:
+            options["spark.driver.memory"] = cfg.driver_memory
+    options["spark.app.name"] = cfg.app_name
+    options["spark.sql.catalog.spark_catalog"] = DELTA_CATALOG
+    options["spark.sql.session.timeZone"] = "UTC"
+    options["spark.ui.enabled"] = _conf_value(cfg.ui_enabled)
+    options["spark.ui.showConsoleProgress"] = "false"
+    if cfg.warehouse_dir is not None:
+        options["spark.sql.warehouse.dir"] = cfg.warehouse_dir
+    partitions = cfg.shuffle_partitions
+    cores = local_cores(master)
+    if partitions is None and cores is not None:
+        partitions = max(2, 2 * cores)
+    if partitions is not None:
+        options["spark.sql.shuffle.partitions"] = str(partitions)
+    options = {key: value for key, value in options.items() if key not in existing}
+    extensions = [ext for ext in existing.get("spark.sql.extensions", "").split(",") if ext.strip()]
+    if DELTA_EXTENSION not in extensions:
+        options["spark.sql.extensions"] = ",".join([*extensions, DELTA_EXTENSION])
+    options.update({key: _conf_value(value) for key, value in cfg.conf.items()})
+    return options
+
+
+def launcher_conf() -> dict[str, str] | None:
+    """The conf of a JVM this process did not start (running SparkContext or spark-submit), else None."""
+    active = SparkContext._active_spark_context
+    if active is not None:
+        return dict(active.getConf().getAll())
+    if "PYSPARK_GATEWAY_PORT" in os.environ:  # spark-submit started the JVM and then this process
+        SparkContext._ensure_initialized()
+        return dict(SparkConf().getAll())
+    return None
+
+
+def build_spark(cfg: SparkSettings) -> SparkSession:
+    """Create (or join) the Spark session described by ``cfg``, with Delta Lake enabled.
+
+    When this process starts Spark, Python workers run this very interpreter (``PYSPARK_PYTHON``
+    and ``PYSPARK_DRIVER_PYTHON`` = ``sys.executable``), so they import the same packages; under a
+    launcher that is done only for a local master, and an already set ``PYSPARK_PYTHON`` is kept.
+
+        >>> spark = build_spark(load_config("conf/local.yaml").spark)
+        >>> spark.range(3).write.format("delta").save("/tmp/numbers")
+    """
+    launched = launcher_conf()
+    options = spark_options(cfg, launched)
+    master = cfg.master if launched is None else launched.get("spark.master")
+    if launched is None:
+        os.environ["PYSPARK_PYTHON"] = sys.executable
+        os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
+        if local_cores(master) is not None:  # a local JVM needs no external address
+            os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    elif local_cores(master) is not None:
+        os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    builder = SparkSession.builder
+    for key, value in options.items():
+        builder = builder.config(key, value)
+    spark = builder.getOrCreate()
+    spark.sparkContext.setLogLevel(cfg.log_level)
+    return spark
+
+
+def cached_jar(ivy_dir: str, coordinate: str) -> Path:
+    """Where Spark's Ivy resolution puts the jar of ``group:artifact:version``."""
+    group, artifact, version = coordinate.split(":")
+    return Path(ivy_dir) / "jars" / f"{group}_{artifact}-{version}.jar"
+
+
+def warm(cfg: SparkSettings, *, force: bool = False) -> list[Path]:
+    """Make sure the configured jars are cached (starting Spark when they are not); return them."""
+    if cfg.jars:
+        missing = [jar for jar in cfg.jars if not is_uri(jar) and not Path(jar).is_file()]
+        if missing:
+            raise FileNotFoundError(f"spark.jars lists missing files: {', '.join(missing)}")
+        return [Path(jar) for jar in cfg.jars]
+    wanted = [cached_jar(cfg.ivy_dir, coordinate) for coordinate in cfg.packages]
+    if force or not all(jar.is_file() for jar in wanted):
+        settings = cfg.model_copy(update={"master": "local[1]", "ui_enabled": False})
+        spark = build_spark(settings)
+        try:
+            with tempfile.TemporaryDirectory(prefix="binlog-lakehouse-warm-") as scratch:
+                table = str(Path(scratch) / "probe")
+                spark.range(1).write.format("delta").save(table)
+                if spark.read.format("delta").load(table).count() != 1:
+                    raise RuntimeError("the Delta probe table did not read back one row")
+        finally:
+            spark.stop()
+    still_missing = [jar for jar in wanted if not jar.is_file()]
+    if still_missing:
+        raise FileNotFoundError(f"Spark started but these jars are not cached: {still_missing}")
+    return sorted((Path(cfg.ivy_dir) / "jars").glob("*.jar"))
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """``python -m pipelines.session [--config FILE] [--warm [--force]]``."""
+    parser = argparse.ArgumentParser(
+        prog="python -m pipelines.session",
+        description="Print the Spark settings a config yields, or download and check the Delta jars.",
+    )
+    parser.add_argument("--config", help="YAML config (default: conf/local.yaml)")
+    parser.add_argument("--warm", action="store_true", help="cache the jars and probe Delta once")
+    parser.add_argument("--force", action="store_true", help="with --warm: start Spark even if cached")
+    args = parser.parse_args(argv)
+    try:
+        cfg = load_config(args.config).spark
+    except ConfigError as exc:
+        print(exc, file=sys.stderr)
+        return 2
+    if not args.warm:
+        for key, value in sorted(spark_options(cfg).items()):
+            print(f"{key}={value}")
+        return 0
+    jars = warm(cfg, force=args.force)
+    where = {str(jar.parent) for jar in jars}
+    print(f"Delta jars ready ({len(jars)} jar(s)) in {', '.join(sorted(where))}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

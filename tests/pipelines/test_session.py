@@ -1,0 +1,147 @@
+"""Specifications of the Spark session factory: settings it computes, and a real Delta session."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import pytest
+from pyspark.sql import Row, SparkSession
+
+from conf import SparkSettings
+from pipelines.session import (
+    DELTA_CATALOG,
+    DELTA_EXTENSION,
+    LAUNCH_SETTINGS,
+    build_spark,
+    cached_jar,
+    local_cores,
+    spark_options,
+)
+
+DELTA = "io.delta:delta-spark_4.2_2.13:4.4.0"
+
+
+@pytest.mark.parametrize(
+    ("master", "cores"),
+    [
+        ("local", 1),
+        ("local[2]", 2),
+        ("local[3,2]", 3),
+        ("local[*]", os.cpu_count()),
+        ("yarn", None),
+        ("spark://host:7077", None),
+        ("local-cluster[2,1,1024]", None),
+        (None, None),
+    ],
+)
+def test_local_cores_reads_the_thread_count_of_local_masters(master: str | None, cores: int | None) -> None:
+    assert local_cores(master) == cores
+
+
+def test_options_enable_delta_utc_and_the_delta_package_when_this_process_starts_spark() -> None:
+    cfg = SparkSettings(master="local[2]", ivy_dir="/ivy", driver_memory="2g", ui_enabled=False)
+    assert spark_options(cfg) == {
+        "spark.master": "local[2]",
+        "spark.jars.packages": DELTA,
+        "spark.jars.ivy": "/ivy",
+        "spark.driver.memory": "2g",
+        "spark.app.name": "binlog-lakehouse",
+        "spark.sql.extensions": DELTA_EXTENSION,
+        "spark.sql.catalog.spark_catalog": DELTA_CATALOG,
+        "spark.sql.session.timeZone": "UTC",
+        "spark.ui.enabled": "false",
+        "spark.ui.showConsoleProgress": "false",
+        "spark.sql.shuffle.partitions": "4",
+    }
+
+
+def test_jars_are_used_instead_of_packages() -> None:
+    options = spark_options(SparkSettings(jars=["/opt/jars/delta-spark.jar", "/opt/jars/delta-storage.jar"]))
+    assert options["spark.jars"] == "/opt/jars/delta-spark.jar,/opt/jars/delta-storage.jar"
+    assert "spark.jars.packages" not in options
+
+
+def test_null_master_leaves_the_master_to_spark_submit() -> None:
+    options = spark_options(SparkSettings(master=None))
+    assert "spark.master" not in options
+    assert "spark.sql.shuffle.partitions" not in options  # not local: Spark's default
+
+
+def test_explicit_shuffle_partitions_win_over_the_local_default() -> None:
+    assert spark_options(SparkSettings(master="local[8]", shuffle_partitions=3))["spark.sql.shuffle.partitions"] == "3"
+
+
+def test_conf_section_is_applied_last_and_overrides_computed_settings() -> None:
+    cfg = SparkSettings(
+        ui_enabled=False,
+        conf={"spark.ui.enabled": True, "spark.sql.session.timeZone": "Europe/Paris", "spark.executor.cores": 2},
+    )
+    options = spark_options(cfg)
+    assert options["spark.ui.enabled"] == "true"
+    assert options["spark.sql.session.timeZone"] == "Europe/Paris"
+    assert options["spark.executor.cores"] == "2"
+
+
+def test_under_a_launcher_its_master_packages_and_settings_are_kept() -> None:
+    launched = {
+        "spark.master": "yarn",
+        "spark.jars.packages": "io.delta:delta-spark_4.2_2.13:4.4.0,org.apache.hadoop:hadoop-aws:3.5.0",
+        "spark.sql.extensions": "com.example.OtherExtension",
+        "spark.sql.shuffle.partitions": "100",
+    }
+    cfg = SparkSettings(master="local[*]", driver_memory="8g", conf={"spark.executor.memory": "4g"})
+    options = spark_options(cfg, launched)
+    assert not LAUNCH_SETTINGS.intersection(options)
+    assert "spark.sql.shuffle.partitions" not in options
+    assert options["spark.sql.extensions"] == f"com.example.OtherExtension,{DELTA_EXTENSION}"
+    assert options["spark.executor.memory"] == "4g"
+
+
+def test_under_a_launcher_that_already_enables_delta_the_extension_is_not_repeated() -> None:
+    options = spark_options(SparkSettings(), {"spark.master": "local[2]", "spark.sql.extensions": DELTA_EXTENSION})
+    assert "spark.sql.extensions" not in options
+    assert options["spark.sql.shuffle.partitions"] == "4"  # local launcher master: local default
+
+
+def test_cached_jar_is_where_spark_ivy_retrieval_puts_it() -> None:
+    assert cached_jar("/ivy", DELTA) == Path("/ivy/jars/io.delta_delta-spark_4.2_2.13-4.4.0.jar")
+
+
+@pytest.mark.spark
+def test_session_writes_and_reads_back_a_delta_table(spark: SparkSession, tmp_path: Path) -> None:
+    table = str(tmp_path / "people")
+    rows = [Row(id=1, name="ada"), Row(id=2, name="linus")]
+    spark.createDataFrame(rows).write.format("delta").save(table)
+    spark.createDataFrame([Row(id=3, name="grace")]).write.format("delta").mode("append").save(table)
+
+    back = spark.read.format("delta").load(table).orderBy("id").collect()
+
+    assert [(row.id, row.name) for row in back] == [(1, "ada"), (2, "linus"), (3, "grace")]
+    history = spark.sql(f"DESCRIBE HISTORY delta.`{table}`").select("version", "operation").collect()
+    assert sorted((row.version, row.operation) for row in history) == [(0, "WRITE"), (1, "WRITE")]
+
+
+@pytest.mark.spark
+def test_session_enables_the_delta_extension_and_catalog_in_utc(spark: SparkSession) -> None:
+    assert DELTA_EXTENSION in spark.conf.get("spark.sql.extensions", "").split(",")
+    assert spark.conf.get("spark.sql.catalog.spark_catalog") == DELTA_CATALOG
+    assert spark.conf.get("spark.sql.session.timeZone") == "UTC"
+    assert spark.sparkContext.master == "local[2]"
+    assert spark.conf.get("spark.sql.shuffle.partitions") == "2"
+
+
+@pytest.mark.spark
+def test_python_workers_run_this_interpreter(spark: SparkSession) -> None:
+    assert os.environ["PYSPARK_PYTHON"] == sys.executable
+    assert os.environ["PYSPARK_DRIVER_PYTHON"] == sys.executable
+    worker = spark.sparkContext.parallelize([0], 1).map(lambda _: sys.executable).collect()
+    assert worker == [sys.executable]
+
+
+@pytest.mark.spark
+def test_building_again_joins_the_running_session_without_changing_its_master(spark: SparkSession) -> None:
+    again = build_spark(SparkSettings(master="local[4]", log_level="ERROR"))
+    assert again.sparkContext is spark.sparkContext
+    assert again.sparkContext.master == "local[2]"
