@@ -16,6 +16,7 @@ the bytes a run of fixed-width columns needs with one comparison per run and cal
 from __future__ import annotations
 
 from struct import Struct
+from typing import Any
 
 from binlog_core.errors import MalformedError, TruncatedError
 
@@ -42,14 +43,20 @@ def need(buf_len: int, pos: int, n: int, what: str) -> None:
 
 
 class Cursor:
-    """Reads little-endian fields from ``buf[pos:end]``, checking bounds before every read."""
+    """Reads little-endian fields from ``buf[pos:end]``, checking bounds before every read.
 
-    __slots__ = ("buf", "end", "pos")
+    A cursor made by :meth:`sized` reads a region whose length the file declared: running
+    past its end means the declared length is wrong (:class:`MalformedError`), whereas running
+    past the end of the bytes themselves means they were cut short (:class:`TruncatedError`).
+    """
 
-    def __init__(self, buf: bytes, pos: int = 0, end: int | None = None) -> None:
+    __slots__ = ("buf", "end", "pos", "region")
+
+    def __init__(self, buf: bytes, pos: int = 0, end: int | None = None, *, region: bool = False) -> None:
         self.buf = buf
         self.pos = pos
         self.end = len(buf) if end is None else end
+        self.region = region
 
     @property
     def remaining(self) -> int:
@@ -62,12 +69,21 @@ class Cursor:
 
     def need(self, n: int, what: str) -> None:
         """The bounds check: ``n`` more bytes must be present."""
+        if self.region and self.pos + n > self.end:
+            raise MalformedError(f"{what}: needs {n} bytes, its declared region has {self.end - self.pos} left")
         need(self.end, self.pos, n, what)
 
     def skip(self, n: int, what: str) -> None:
         """Advance ``n`` bytes."""
         self.need(n, what)
         self.pos += n
+
+    def unpack(self, layout: Struct, what: str) -> tuple[Any, ...]:
+        """Several fixed-width fields at once, with one module-level ``struct.Struct``."""
+        self.need(layout.size, what)
+        values = layout.unpack_from(self.buf, self.pos)
+        self.pos += layout.size
+        return values
 
     def u8(self, what: str) -> int:
         """One unsigned byte."""
@@ -142,7 +158,8 @@ class Cursor:
         """Bytes up to a NUL terminator (consumed, not returned)."""
         nul = self.buf.find(b"\x00", self.pos, self.end)
         if nul < 0:
-            raise TruncatedError(f"{what}: no NUL terminator in the {self.remaining} bytes left")
+            error = MalformedError if self.region else TruncatedError
+            raise error(f"{what}: no NUL terminator in the {self.remaining} bytes left")
         v = bytes(self.buf[self.pos : nul])
         self.pos = nul + 1
         return v
@@ -172,7 +189,7 @@ class Cursor:
     def sized(self, n: int, what: str) -> Cursor:
         """A child cursor over the next ``n`` bytes; this cursor moves past them."""
         self.need(n, what)
-        child = Cursor(self.buf, self.pos, self.pos + n)
+        child = Cursor(self.buf, self.pos, self.pos + n, region=True)
         self.pos += n
         return child
 

@@ -17,6 +17,7 @@ MariaDB ``sql/log_event.cc`` (``Format_description_log_event``).
 
 from __future__ import annotations
 
+import json
 import re
 import zlib
 from dataclasses import dataclass
@@ -79,6 +80,9 @@ class FormatDescription:
     checksum_alg: ChecksumAlg
     flavor: Flavor
     version: tuple[int, int, int]
+    type_permutation: bytes | None = None
+    """On-disk type code -> type code, for the 5.1/5.2 development trees that numbered events
+    differently (``None`` everywhere else); framing applies it to every header."""
 
     @property
     def has_checksum(self) -> bool:
@@ -94,6 +98,40 @@ class FormatDescription:
     def at_least(self, major: int, minor: int, patch: int) -> bool:
         """The writing server's version is at least ``major.minor.patch``."""
         return self.version >= (major, minor, patch)
+
+    def to_json(self) -> str:
+        """A compact JSON form, so a description can be stored beside events and rebuilt."""
+        return json.dumps(
+            {
+                "binlog_version": self.binlog_version,
+                "server_version": self.server_version,
+                "create_timestamp": self.create_timestamp,
+                "header_length": self.header_length,
+                "post_header_lengths": self.post_header_lengths.hex(),
+                "checksum_alg": int(self.checksum_alg),
+                "flavor": self.flavor.name.lower(),
+                "version": list(self.version),
+                "type_permutation": None if self.type_permutation is None else self.type_permutation.hex(),
+            },
+            separators=(",", ":"),
+        )
+
+    @classmethod
+    def from_json(cls, text: str) -> FormatDescription:
+        """Rebuild a description stored with :meth:`to_json`."""
+        d = json.loads(text)
+        major, minor, patch = d["version"]
+        return cls(
+            binlog_version=d["binlog_version"],
+            server_version=d["server_version"],
+            create_timestamp=d["create_timestamp"],
+            header_length=d["header_length"],
+            post_header_lengths=bytes.fromhex(d["post_header_lengths"]),
+            checksum_alg=ChecksumAlg(d["checksum_alg"]),
+            flavor=Flavor[d["flavor"].upper()],
+            version=(major, minor, patch),
+            type_permutation=None if d["type_permutation"] is None else bytes.fromhex(d["type_permutation"]),
+        )
 
 
 class Event:
@@ -193,6 +231,12 @@ def parse_format_description(event_bytes: bytes, header_len: int = LOG_EVENT_HEA
             alg = ChecksumAlg(alg_byte)
         except ValueError:
             raise MalformedError(f"unknown checksum algorithm {alg_byte}") from None
+    permutation = _dev_tree_permutation(server_version, len(post_header_lengths))
+    if permutation is not None:
+        permuted = bytearray(len(post_header_lengths))
+        for on_disk in range(1, len(permutation)):
+            permuted[permutation[on_disk] - 1] = post_header_lengths[on_disk - 1]
+        post_header_lengths = bytes(permuted)
     return FormatDescription(
         binlog_version=binlog_version,
         server_version=server_version,
@@ -202,7 +246,34 @@ def parse_format_description(event_bytes: bytes, header_len: int = LOG_EVENT_HEA
         checksum_alg=alg,
         flavor=flavor,
         version=version,
+        type_permutation=permutation,
     )
+
+
+_DEV_TREE_TYPES = bytes(
+    (
+        EventType.UNKNOWN, EventType.START_V3, EventType.QUERY, EventType.STOP, EventType.ROTATE,
+        EventType.INTVAR, EventType.LOAD, EventType.SLAVE, EventType.CREATE_FILE, EventType.APPEND_BLOCK,
+        EventType.EXEC_LOAD, EventType.DELETE_FILE, EventType.NEW_LOAD, EventType.RAND, EventType.USER_VAR,
+        EventType.FORMAT_DESCRIPTION, EventType.TABLE_MAP, EventType.WRITE_ROWS_V0, EventType.UPDATE_ROWS_V0,
+        EventType.DELETE_ROWS_V0, EventType.XID, EventType.BEGIN_LOAD_QUERY, EventType.EXECUTE_LOAD_QUERY,
+    )
+)  # fmt: skip
+"""On-disk type -> type in the 5.1.1-5.1.5/5.1.4/5.2.0-5.2.2 ``-a_drop`` development trees."""
+
+
+def _dev_tree_permutation(server_version: str, num_types: int) -> bytes | None:
+    """The renumbering MySQL applies to the ``-a_drop5p``/``-a_drop6p`` development trees
+    (``# orig: Format_description_event`` constructor, ``event_type_permutation``)."""
+    v = server_version
+    if len(v) < 13 or v[5:12] != "-a_drop" or num_types != 22:
+        return None
+    known = (
+        (v[2] == "1" and "1" <= v[4] <= "5" and v[12] == "5")
+        or (v[2] == "1" and v[4] == "4" and v[12] == "6")
+        or (v[2] == "2" and "0" <= v[4] <= "2" and v[12] == "6")
+    )
+    return _DEV_TREE_TYPES if known else None
 
 
 # Post-header lengths of binlog v1 and v3 files, which have no FORMAT_DESCRIPTION

@@ -212,6 +212,9 @@ def _walk(
         else:
             header = EventHeader._make(unpack_header(buf, pos))
             type_code, event_size = header.type_code, header.event_size
+            if desc.type_permutation is not None and type_code < len(desc.type_permutation):
+                type_code = desc.type_permutation[type_code]
+                header = header._replace(type_code=type_code)
         checksummed = desc.checksum_alg == ChecksumAlg.CRC32
         min_size = header_len + (CHECKSUM_LEN if checksummed else 0)
         if event_size < min_size or event_size > MAX_EVENT_SIZE:

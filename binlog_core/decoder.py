@@ -1,0 +1,215 @@
+"""Decoding a whole file: framing, one decoder per event type, table maps in force, row changes.
+
+:class:`BinlogDecoder` is the state one file needs while its events are read in order:
+the TABLE_MAPs in force (table ids mean something only inside one file, and a mapping
+ends with the statement: the rows event flagged STMT_END), the plans bound to them, and the
+GTID of the transaction being read.  :func:`decode_file` runs framing and decoding together::
+
+    for item in decode_file("mysql-bin.000042"):
+        for change in item.rows:
+            print(change.op, change.schema, change.table, change.after)
+
+Problems that spoil one event (a checksum mismatch, an undecodable body, a rows event whose
+table id has no TABLE_MAP) are attached to that event's :class:`DecodedEvent` and reading
+goes on; problems that make the rest of the file unreadable are raised after everything
+before them has been yielded.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import BinaryIO
+
+from binlog_core.columns import DecodeOptions
+from binlog_core.constants import EventType
+from binlog_core.errors import BinlogError, UnknownEventTypeWarning, UnknownStatusVarWarning, UnknownTableIdError
+from binlog_core.event import Event, FormatDescription, checksum_error
+from binlog_core.events import UnknownEvent, decode_body
+from binlog_core.framing import iter_events
+from binlog_core.rows import ROWS_KINDS, Row, RowsEvent, TablePlan, decode_rows, decode_rows_header
+from binlog_core.table_map import TableMap, decode_table_map
+
+_PLAN_CACHE_LIMIT = 4096
+"""Distinct TABLE_MAP bodies whose decoded maps and plans are kept for reuse."""
+
+
+@dataclass(frozen=True, slots=True)
+class RowChange:
+    """One row changed by a rows event, with everything needed to place and name it."""
+
+    file: str
+    offset: int
+    inner_index: int | None
+    row_index: int
+    event_type: str
+    gtid: str | None
+    timestamp: int
+    server_id: int
+    table_map: TableMap
+    op: str  # insert | update | delete
+    before: Row | None
+    after: Row | None
+
+    @property
+    def schema(self) -> str:
+        """Database name."""
+        return self.table_map.schema
+
+    @property
+    def table(self) -> str:
+        """Table name."""
+        return self.table_map.table
+
+    @property
+    def table_id(self) -> int:
+        """Table id, meaningful inside this file only."""
+        return self.table_map.table_id
+
+
+@dataclass(slots=True)
+class DecodedEvent:
+    """One event with its typed body, the row changes it holds, and what was wrong with it."""
+
+    event: Event
+    body: object | None
+    rows: list[RowChange] = field(default_factory=list)
+    problems: list[BinlogError] = field(default_factory=list)
+
+
+@dataclass(frozen=True, slots=True)
+class MappedTable:
+    """A TABLE_MAP in force: the decoded map, its plan, and where the map event is."""
+
+    table_map: TableMap
+    plan: TablePlan
+    offset: int
+    inner_index: int | None
+
+
+class BinlogDecoder:
+    """Decodes the events of one file in order (create one per file)."""
+
+    def __init__(self, options: DecodeOptions | None = None) -> None:
+        self.options = options or DecodeOptions()
+        self.in_force: dict[int, MappedTable] = {}
+        self.gtid: str | None = None
+        self._fde: FormatDescription | None = None
+        self._plans: dict[bytes, tuple[TableMap, TablePlan]] = {}
+
+    def decode(self, event: Event) -> DecodedEvent:
+        """Decode one event, updating the state the following events are read with."""
+        if event.fde is not self._fde:
+            self._fde = event.fde
+            self._plans.clear()
+        if event.checksum_ok is False:
+            return DecodedEvent(event, None, problems=[checksum_error(event)])
+        type_code = event.type_code
+        try:
+            if type_code == EventType.TABLE_MAP:
+                return self._table_map(event)
+            if type_code in ROWS_KINDS:
+                return self._rows(event)
+            return self._other(event)
+        except BinlogError as exc:
+            return DecodedEvent(event, None, problems=[event.locate(exc)])
+
+    def _table_map(self, event: Event) -> DecodedEvent:
+        cached = self._plans.get(event.body)
+        if cached is None:
+            table_map = decode_table_map(event.body, event.fde)
+            if len(self._plans) >= _PLAN_CACHE_LIMIT:
+                self._plans.clear()
+            cached = self._plans[event.body] = (table_map, TablePlan(table_map, self.options, event.fde))
+        table_map, plan = cached
+        self.in_force[table_map.table_id] = MappedTable(table_map, plan, event.offset, event.inner_index)
+        return DecodedEvent(event, table_map)
+
+    def _rows(self, event: Event) -> DecodedEvent:
+        header = decode_rows_header(event.body, event.type_code, event.fde)
+        mapped = self.in_force.get(header.table_id)
+        if header.statement_end:
+            # the maps of this statement end with it, whatever happens below
+            self.in_force = {}
+        if mapped is None:
+            raise UnknownTableIdError(f"table id {header.table_id} has no TABLE_MAP in force in this file")
+        problems: list[BinlogError] = []
+        pairs = decode_rows(header, mapped.plan, problems)
+        h = event.header
+        name = event.type_name
+        changes = [
+            RowChange(
+                event.file,
+                event.offset,
+                event.inner_index,
+                index,
+                name,
+                self.gtid,
+                h.timestamp,
+                h.server_id,
+                mapped.table_map,
+                header.kind.op,
+                before,
+                after,
+            )
+            for index, (before, after) in enumerate(pairs)
+        ]
+        for problem in problems:
+            event.locate(problem)
+        return DecodedEvent(event, header, changes, problems)
+
+    def _other(self, event: Event) -> DecodedEvent:
+        body = decode_body(event)
+        decoded = DecodedEvent(event, body)
+        if isinstance(body, UnknownEvent):
+            decoded.problems.append(
+                event.locate(UnknownEventTypeWarning(f"event type {event.type_code} is unknown; kept as raw bytes"))
+            )
+            return decoded
+        gtid = getattr(body, "gtid", None)
+        if isinstance(gtid, str) or (gtid is None and event.type_code == EventType.ANONYMOUS_GTID):
+            self.gtid = gtid
+        unknown_code = getattr(body, "unknown_status_code", None)
+        if unknown_code is not None:
+            decoded.problems.append(
+                event.locate(
+                    UnknownStatusVarWarning(f"unknown status variable code {unknown_code}; later ones not read")
+                )
+            )
+        if event.type_code == EventType.FORMAT_DESCRIPTION:
+            self.in_force = {}
+            self.gtid = None
+        return decoded
+
+
+def decode_stream(
+    stream: BinaryIO,
+    name: str,
+    *,
+    options: DecodeOptions | None = None,
+    verify_checksums: bool = True,
+) -> Iterator[DecodedEvent]:
+    """Frame and decode every event of a binlog stream (see :func:`decode_file`)."""
+    decoder = BinlogDecoder(options)
+    for event in iter_events(stream, name, verify_checksums=verify_checksums):
+        yield decoder.decode(event)
+
+
+def decode_file(
+    path: str | os.PathLike[str],
+    *,
+    options: DecodeOptions | None = None,
+    verify_checksums: bool = True,
+) -> Iterator[DecodedEvent]:
+    """Frame and decode every event of the binlog file at ``path``, in file order.
+
+    Per-event problems ride on each :class:`DecodedEvent`; a fatal problem (truncated file,
+    not a binlog, encrypted remainder, ...) is raised after every event before it.
+    """
+    name = os.path.basename(os.fspath(path))
+    with open(path, "rb") as stream:
+        yield from decode_stream(stream, name, options=options, verify_checksums=verify_checksums)
+
+
+__all__ = ["BinlogDecoder", "DecodedEvent", "MappedTable", "RowChange", "RowsEvent", "decode_file", "decode_stream"]
