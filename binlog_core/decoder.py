@@ -24,7 +24,14 @@ from typing import BinaryIO
 
 from binlog_core.columns import DecodeOptions
 from binlog_core.constants import EventType
-from binlog_core.errors import BinlogError, UnknownEventTypeWarning, UnknownStatusVarWarning, UnknownTableIdError
+from binlog_core.errors import (
+    BinlogError,
+    MalformedError,
+    TruncatedError,
+    UnknownEventTypeWarning,
+    UnknownStatusVarWarning,
+    UnknownTableIdError,
+)
 from binlog_core.event import Event, FormatDescription, checksum_error
 from binlog_core.events import UnknownEvent, decode_body
 from binlog_core.framing import iter_events
@@ -112,6 +119,10 @@ class BinlogDecoder:
             if type_code in ROWS_KINDS:
                 return self._rows(event)
             return self._other(event)
+        except TruncatedError as exc:
+            # the event is complete (framing read all of it): a field running past its end is damage
+            malformed = MalformedError(f"{exc.message} (the event ends before its fields do)", path=exc.path)
+            return DecodedEvent(event, None, problems=[event.locate(malformed)])
         except BinlogError as exc:
             return DecodedEvent(event, None, problems=[event.locate(exc)])
 

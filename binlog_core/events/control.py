@@ -16,8 +16,6 @@ from enum import IntEnum
 from struct import Struct
 from typing import Final
 
-from binlog_core.events.gtid import decode_gtid_set
-
 from binlog_core.charsets import decode_text, is_undecodable
 from binlog_core.constants import ST_SERVER_VER_LEN, ChecksumAlg, EventType
 from binlog_core.cursor import Cursor, bounded_count
@@ -25,6 +23,7 @@ from binlog_core.decimal import decimal_size, decode_decimal
 from binlog_core.errors import MalformedError
 from binlog_core.event import Event
 from binlog_core.events.common import Decoder, body_cursor, expect_end, name_text
+from binlog_core.events.gtid import decode_gtid_set
 from binlog_core.payload import decode_transaction_payload
 
 # -- FORMAT_DESCRIPTION, START_V3 -----------------------------------------------------------

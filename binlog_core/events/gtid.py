@@ -109,10 +109,10 @@ def format_gtid_set(entries: tuple[GtidSetEntry, ...]) -> str:
 def decode_gtid_set(raw: bytes) -> GtidSet:
     """Decode an encoded GTID set (``# orig: Gtid_set::encode``)::
 
-        header u64:  untagged  number of UUIDs (the top byte is 0)
-                     tagged    1 | number of UUIDs, 6 bytes | 1     (MySQL 8.3+)
-        per UUID:    uuid[16] | [tag: varlen length | bytes -- tagged only] |
-                     n_intervals u64 | { start u64 | end u64 (exclusive) } * n_intervals
+    header u64:  untagged  number of UUIDs (the top byte is 0)
+                 tagged    1 | number of UUIDs, 6 bytes | 1     (MySQL 8.3+)
+    per UUID:    uuid[16] | [tag: varlen length | bytes -- tagged only] |
+                 n_intervals u64 | { start u64 | end u64 (exclusive) } * n_intervals
     """
     c = Cursor(raw)
     (word,) = c.unpack(GTID_SET_HEADER, "GTID set header")
@@ -217,12 +217,12 @@ def _check_gno(type_code: int, gno: int) -> None:
 def decode_gtid(event: Event) -> GtidEvent:
     """GTID and ANONYMOUS_GTID, read as ``Gtid_event`` reads them (each part only if bytes remain)::
 
-        flags u8 | sid[16] | gno i64 |
-        [ typecode u8 (2) | last_committed i64 | sequence_number i64 |           -- 5.7+
-          [ immediate_commit_ts 7 bytes (bit 55: original follows) | [original_commit_ts 7 bytes] |
-            [ transaction_length packed |                                          -- 8.0.2+
-              [ immediate_server_version u32 (bit 31: original follows) | [original u32] |
-                [ commit_group_ticket u64 ] ] ] ] ]
+    flags u8 | sid[16] | gno i64 |
+    [ typecode u8 (2) | last_committed i64 | sequence_number i64 |           -- 5.7+
+      [ immediate_commit_ts 7 bytes (bit 55: original follows) | [original_commit_ts 7 bytes] |
+        [ transaction_length packed |                                          -- 8.0.2+
+          [ immediate_server_version u32 (bit 31: original follows) | [original u32] |
+            [ commit_group_ticket u64 ] ] ] ] ]
     """
     c = Cursor(event.body)
     flags, sid, gno = c.unpack(GTID_FIXED, "GTID")
@@ -398,7 +398,7 @@ class XaPrepareEvent:
 def decode_xa_prepare(event: Event) -> XaPrepareEvent:
     """Layout (``# orig: XA_prepare_event``)::
 
-        one_phase u8 | format_id i32 | gtrid_length u32 | bqual_length u32 | gtrid | bqual
+    one_phase u8 | format_id i32 | gtrid_length u32 | bqual_length u32 | gtrid | bqual
     """
     c, post_header = body_cursor(event)
     c.skip(post_header, "XA prepare post-header")
@@ -472,11 +472,11 @@ class MariaDBGtidEvent:
 def decode_mariadb_gtid(event: Event) -> MariaDBGtidEvent:
     """Layout (``# orig: Gtid_log_event``), zero-padded to the 19-byte post-header when shorter::
 
-        seq_no u64 | domain_id u32 | flags2 u8 |
-        [commit_id u64                                  -- flags2 & GROUP_COMMIT_ID] |
-        [format_id i32 | gtrid_len u8 | bqual_len u8 | gtrid | bqual  -- PREPARED_XA|COMPLETED_XA] |
-        [flags_extra u8 | [extra_engines u8 -- MULTI_ENGINE] |
-         [sa_seq_no u64 -- COMMIT_ALTER|ROLLBACK_ALTER] | [thread_id u32 -- THREAD_ID]]
+    seq_no u64 | domain_id u32 | flags2 u8 |
+    [commit_id u64                                  -- flags2 & GROUP_COMMIT_ID] |
+    [format_id i32 | gtrid_len u8 | bqual_len u8 | gtrid | bqual  -- PREPARED_XA|COMPLETED_XA] |
+    [flags_extra u8 | [extra_engines u8 -- MULTI_ENGINE] |
+     [sa_seq_no u64 -- COMMIT_ALTER|ROLLBACK_ALTER] | [thread_id u32 -- THREAD_ID]]
     """
     c = Cursor(event.body)
     seq_no, domain_id, flags = c.unpack(MARIADB_GTID, "GTID")
@@ -522,6 +522,7 @@ def decode_mariadb_gtid(event: Event) -> MariaDBGtidEvent:
 GTID_LIST_ENTRY = Struct("<IIQ")
 """domain_id u32 | server_id u32 | seq_no u64."""
 GTID_LIST_COUNT_MASK: Final = (1 << 28) - 1
+EMPTY_GTID_LIST_PADDING: Final = 2
 
 
 @dataclass(frozen=True, slots=True)
@@ -549,7 +550,7 @@ class GtidListEvent:
 def decode_gtid_list(event: Event) -> GtidListEvent:
     """Layout (``# orig: Gtid_list_log_event``)::
 
-        count u32 (low 28 bits: entries, top 4: flags) | { domain_id u32 | server_id u32 | seq_no u64 } * count
+    count u32 (low 28 bits: entries, top 4: flags) | { domain_id u32 | server_id u32 | seq_no u64 } * count
     """
     c, post_header = body_cursor(event, 4)
     word = c.u32("count and flags")
@@ -557,6 +558,9 @@ def decode_gtid_list(event: Event) -> GtidListEvent:
         c.skip(post_header - 4, "GTID list post-header")
     count = bounded_count(word & GTID_LIST_COUNT_MASK, c.remaining // GTID_LIST_ENTRY.size, "GTID list entries")
     gtids = tuple(MariaDBGtidPosition(*c.unpack(GTID_LIST_ENTRY, "GTID list entry")) for _ in range(count))
+    if not gtids and c.remaining == EMPTY_GTID_LIST_PADDING:
+        # the server pads an empty list with two zero bytes (``# orig: Gtid_list_log_event::to_packet``)
+        c.skip(EMPTY_GTID_LIST_PADDING, "empty GTID list padding")
     expect_end(c, "the GTID list")
     text = ",".join(f"{g.domain_id}-{g.server_id}-{g.seq_no}" for g in gtids)
     return GtidListEvent(text, gtids, word >> 28)

@@ -25,7 +25,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from enum import IntEnum, StrEnum
 from struct import Struct
-from typing import Any, Final
+from typing import Any, Final, NamedTuple
 
 from binlog_core.charsets import decode_text
 from binlog_core.compression import inflate_mariadb
@@ -407,11 +407,16 @@ class QueryEvent:
     status_vars_raw: bytes = field(repr=False)
 
 
-def decode_query_parts(event: Event) -> tuple[QueryEvent, Cursor]:
-    """Decode a QUERY-shaped event and return a cursor over its extra post-header bytes.
+class QueryParts(NamedTuple):
+    """A decoded QUERY-shaped event, the rest of its post-header, and the statement's bytes."""
 
-    EXECUTE_LOAD_QUERY shares this layout and reads its own fields from the returned cursor.
-    """
+    query: QueryEvent
+    post_header_rest: Cursor
+    statement_raw: bytes
+
+
+def decode_query_parts(event: Event) -> QueryParts:
+    """Decode a QUERY-shaped event; EXECUTE_LOAD_QUERY reads its own fields from ``post_header_rest``."""
     c = Cursor(event.body)
     post_header_len = event.fde.post_header_len(event.type_code) or QUERY_HEADER_MINIMAL_LEN + 2
     post_header = c.sized(post_header_len, "post-header")
@@ -444,13 +449,12 @@ def decode_query_parts(event: Event) -> tuple[QueryEvent, Cursor]:
         compressed=compressed,
         status_vars_raw=raw_status,
     )
-    return query, post_header
+    return QueryParts(query, post_header, raw)
 
 
 def decode_query(event: Event) -> QueryEvent:
     """QUERY and QUERY_COMPRESSED (see the module docstring for the layout)."""
-    query, _ = decode_query_parts(event)
-    return query
+    return decode_query_parts(event).query
 
 
 QUERY_DECODERS: Final[dict[int, Decoder]] = {

@@ -1,0 +1,62 @@
+"""Event bodies: one decoder per type code, chosen from one table.
+
+:data:`DECODERS` maps every event type this library knows to the function that decodes its
+body.  TABLE_MAP and the rows events are decoded by :mod:`binlog_core.table_map` and
+:mod:`binlog_core.rows` (their bodies need the table maps in force, which the file decoder
+keeps); :func:`decode_body` still gives their self-contained parts so that an ``--events``
+dump shows every event.  A type code missing from the table becomes an :class:`UnknownEvent`
+holding the raw bytes: never a silent skip.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Final
+
+from binlog_core.constants import EventType
+from binlog_core.event import Event
+from binlog_core.events.common import Decoder, EventBody
+from binlog_core.events.control import CONTROL_DECODERS
+from binlog_core.events.gtid import GTID_DECODERS
+from binlog_core.events.load import LOAD_DECODERS
+from binlog_core.events.query import QUERY_DECODERS
+from binlog_core.rows import ROWS_KINDS, decode_rows_header
+from binlog_core.table_map import decode_table_map
+
+
+@dataclass(frozen=True, slots=True)
+class UnknownEvent:
+    """An event whose type code this library does not know: its raw body, kept as it is."""
+
+    type_code: int
+    raw: bytes = field(repr=False)
+
+
+def _table_map(event: Event) -> EventBody:
+    return decode_table_map(event.body, event.fde)
+
+
+def _rows_header(event: Event) -> EventBody:
+    return decode_rows_header(event.body, event.type_code, event.fde)
+
+
+DECODERS: Final[dict[int, Decoder]] = {
+    **CONTROL_DECODERS,
+    **GTID_DECODERS,
+    **LOAD_DECODERS,
+    **QUERY_DECODERS,
+    EventType.TABLE_MAP: _table_map,
+    **{code: _rows_header for code in ROWS_KINDS},
+}
+"""Type code -> body decoder, for every event type the library knows."""
+
+
+def decode_body(event: Event) -> EventBody:
+    """The typed body of ``event``, or an :class:`UnknownEvent` for a type code not in the table."""
+    decoder = DECODERS.get(event.type_code)
+    if decoder is None:
+        return UnknownEvent(event.type_code, event.body)
+    return decoder(event)
+
+
+__all__ = ["DECODERS", "UnknownEvent", "decode_body"]
