@@ -1,9 +1,9 @@
 """Typed configuration of the binlog lakehouse: pydantic models and the YAML/environment loader.
 
-    >>> from conf import load_config
-    >>> cfg = load_config("conf/local.yaml")
-    >>> cfg.storage.bronze_database
-    'binlog_bronze'
+>>> from conf import load_config
+>>> cfg = load_config("conf/local.yaml")
+>>> cfg.storage.bronze_database
+'binlog_bronze'
 """
 
 from conf.loader import DEFAULT_CONFIG, ENV_PREFIX, ConfigError, load_config

@@ -33,9 +33,7 @@ def _construct_mapping(loader: _StrictLoader, node: yaml.MappingNode) -> dict[An
     for key_node, _ in node.value:
         key = loader.construct_object(key_node, deep=True)
         if key in seen:
-            raise yaml.constructor.ConstructorError(
-                None, None, f"duplicate key {key!r}", key_node.start_mark
-            )
+            raise yaml.constructor.ConstructorError(None, None, f"duplicate key {key!r}", key_node.start_mark)
         seen.add(key)
     return loader.construct_mapping(node, deep=True)
 
@@ -121,9 +119,7 @@ def _is_mapping(annotation: Any) -> bool:
     return get_origin(annotation) is dict
 
 
-def _apply_override(
-    data: dict[str, Any], model: type[BaseModel], keys: list[str], value: Any, env_name: str
-) -> str:
+def _apply_override(data: dict[str, Any], model: type[BaseModel], keys: list[str], value: Any, env_name: str) -> str:
     """Set ``value`` at ``keys`` inside ``data``, checking each key against ``model``; return the dotted key."""
     trail: list[str] = []
     node = data
@@ -139,8 +135,7 @@ def _apply_override(
         if key not in fields:
             where = ".".join(trail) or "the top level"
             raise ConfigError(
-                f"{env_name}: unknown setting {'.'.join([*trail, key])!r}; "
-                f"known keys in {where}: {', '.join(fields)}"
+                f"{env_name}: unknown setting {'.'.join([*trail, key])!r}; known keys in {where}: {', '.join(fields)}"
             )
         trail.append(key)
         annotation = fields[key].annotation

@@ -274,6 +274,11 @@ class StorageSettings(Section):
         pattern=_DATABASE_NAME,
         description="Catalog database of the gold change tables.",
     )
+    quality_database: str = Field(
+        default="binlog_quality",
+        pattern=_DATABASE_NAME,
+        description="Catalog database of the quality-gate results.",
+    )
     register_tables: bool = Field(
         default=True,
         description=(

@@ -33,9 +33,7 @@ def render_reference(root: type[BaseModel] = AppConfig) -> str:
         out += ["", f"### `{name}`{required}", "", _one_line(section.__doc__ or ""), ""]
         out += ["| Key | Type | Default | Description |", "| --- | --- | --- | --- |"]
         for key, info in section.model_fields.items():
-            out.append(
-                f"| `{name}.{key}` | {_type_name(info)} | {_default(info)} | {_cell(info.description or '')} |"
-            )
+            out.append(f"| `{name}.{key}` | {_type_name(info)} | {_default(info)} | {_cell(info.description or '')} |")
     return "\n".join(out) + "\n"
 
 

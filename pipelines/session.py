@@ -49,8 +49,8 @@ _LOCAL_MASTER = re.compile(r"^local(?:\[(?P<cores>\*|[1-9][0-9]*)(?:,[0-9]+)?\])
 def local_cores(master: str | None) -> int | None:
     """The worker threads of a ``local``/``local[N]``/``local[*]`` master, None for other masters.
 
-        >>> local_cores("local[2]"), local_cores("local"), local_cores("yarn")
-        (2, 1, None)
+    >>> local_cores("local[2]"), local_cores("local"), local_cores("yarn")
+    (2, 1, None)
     """
     match = _LOCAL_MASTER.match(master or "")
     if match is None:

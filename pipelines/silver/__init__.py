@@ -1,0 +1,1 @@
+"""Silver layer: decoded metadata of the binlogs (table maps, DDL, schema history)."""
