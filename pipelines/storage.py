@@ -110,7 +110,7 @@ class Lakehouse:
         jvm = self.spark.sparkContext._jvm
         assert jvm is not None
         hadoop_path = jvm.org.apache.hadoop.fs.Path(root)
-        fs = hadoop_path.getFileSystem(self.spark.sparkContext._jsc.hadoopConfiguration())  # type: ignore[union-attr]
+        fs = hadoop_path.getFileSystem(self.spark.sparkContext._jsc.hadoopConfiguration())
         if not fs.exists(hadoop_path):
             return []
         names = [status.getPath().getName() for status in fs.listStatus(hadoop_path) if status.isDirectory()]
