@@ -540,6 +540,7 @@ def generate(
     from tests.harness.mariadb import MariaDBServer
 
     target = int(size_mib * (1 << 20))
+    out = out.resolve()  # the server resolves relative paths against its basedir, not our cwd
     server_dir = _prepare_out(out, keep_server)
     options = {**SERVER_OPTIONS, "binlog_annotate_row_events": "ON" if annotate else "OFF"}
     server = MariaDBServer(options, base_dir=server_dir)
