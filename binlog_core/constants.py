@@ -87,12 +87,14 @@ class EventType(IntEnum):
     DELETE_ROWS_COMPRESSED = 171  # MariaDB (v2)
 
 
+_EVENT_TYPE_NAMES: dict[int, str] = {int(t): t.name for t in EventType}
+"""Type code -> name (a dict lookup: calling the enum is slow)."""
+
+
 def event_type_name(type_code: int) -> str:
     """The enum name for a known type code, ``UNKNOWN_<n>`` otherwise (never raises)."""
-    try:
-        return EventType(type_code).name
-    except ValueError:
-        return f"UNKNOWN_{type_code}"
+    name = _EVENT_TYPE_NAMES.get(type_code)
+    return name if name is not None else f"UNKNOWN_{type_code}"
 
 
 class ColumnType(IntEnum):

@@ -437,6 +437,16 @@ class MariaDBGtidExtraFlags(IntFlag):
     THREAD_ID = 0x10  # 11.5+
 
 
+_FL_GROUP_COMMIT_ID: Final = int(MariaDBGtidFlags.GROUP_COMMIT_ID)
+_FL_XA: Final = int(MariaDBGtidFlags.PREPARED_XA | MariaDBGtidFlags.COMPLETED_XA)
+_FL_E1_MULTI_ENGINE: Final = int(MariaDBGtidExtraFlags.MULTI_ENGINE)
+_FL_E1_ALTER_END: Final = int(MariaDBGtidExtraFlags.COMMIT_ALTER | MariaDBGtidExtraFlags.ROLLBACK_ALTER)
+_FL_E1_THREAD_ID: Final = int(MariaDBGtidExtraFlags.THREAD_ID)
+_GTID_FLAG_NAMES: Final = tuple(
+    tuple(f.name or "" for f in MariaDBGtidFlags if flags & f) for flags in range(256)
+)
+"""``flags2`` byte -> names of its set flags (plain ints in the hot path: ``IntFlag`` operators are slow)."""
+
 MARIADB_GTID = Struct("<QIB")
 """seq_no u64 | domain_id u32 | flags2 u8."""
 MARIADB_XID = Struct("<iBB")
@@ -482,9 +492,9 @@ def decode_mariadb_gtid(event: Event) -> MariaDBGtidEvent:
     seq_no, domain_id, flags = c.unpack(MARIADB_GTID, "GTID")
     commit_id = xa_format = xa_gtrid = xa_bqual = None
     flags_extra = engines = sa_seq_no = thread_id = None
-    if flags & MariaDBGtidFlags.GROUP_COMMIT_ID:
+    if flags & _FL_GROUP_COMMIT_ID:
         commit_id = c.u64("commit id")
-    if flags & (MariaDBGtidFlags.PREPARED_XA | MariaDBGtidFlags.COMPLETED_XA):
+    if flags & _FL_XA:
         xa_format, gtrid_len, bqual_len = c.unpack(MARIADB_XID, "XID")
         if gtrid_len > MAX_XID_PART or bqual_len > MAX_XID_PART:
             raise MalformedError(f"XID parts of {gtrid_len} and {bqual_len} bytes (at most 64 each)")
@@ -492,11 +502,11 @@ def decode_mariadb_gtid(event: Event) -> MariaDBGtidEvent:
         xa_bqual = c.take(bqual_len, "bqual")
     if not c.at_end():
         flags_extra = c.u8("flags_extra")
-        if flags_extra & MariaDBGtidExtraFlags.MULTI_ENGINE:
+        if flags_extra & _FL_E1_MULTI_ENGINE:
             engines = c.u8("extra engines")
-        if flags_extra & (MariaDBGtidExtraFlags.COMMIT_ALTER | MariaDBGtidExtraFlags.ROLLBACK_ALTER):
+        if flags_extra & _FL_E1_ALTER_END:
             sa_seq_no = c.u64("start alter sequence number")
-        if flags_extra & MariaDBGtidExtraFlags.THREAD_ID:
+        if flags_extra & _FL_E1_THREAD_ID:
             thread_id = c.u32("thread id")
     rest = c.rest()
     server_id = event.header.server_id
@@ -506,7 +516,7 @@ def decode_mariadb_gtid(event: Event) -> MariaDBGtidEvent:
         server_id=server_id,
         seq_no=seq_no,
         flags=flags,
-        flag_names=tuple(f.name or "" for f in MariaDBGtidFlags if flags & f),
+        flag_names=_GTID_FLAG_NAMES[flags],
         commit_id=commit_id,
         xa_format_id=xa_format,
         xa_gtrid=xa_gtrid,
