@@ -181,6 +181,12 @@ def iter_events(
     yield from _walk(src, name, offset, desc, verify_checksums, explode_payloads)
 
 
+_FORMAT_DESCRIPTION = int(EventType.FORMAT_DESCRIPTION)
+_START_ENCRYPTION = int(EventType.START_ENCRYPTION)
+_TRANSACTION_PAYLOAD = int(EventType.TRANSACTION_PAYLOAD)
+_CRC32 = int(ChecksumAlg.CRC32)
+
+
 def _walk(
     src: _Source,
     name: str,
@@ -189,34 +195,44 @@ def _walk(
     verify_checksums: bool,
     explode_payloads: bool,
 ) -> Iterator[Event]:
+    # The hot loop: the buffer and position live in locals, synced with ``src`` only when it
+    # must read more; the description's settings are re-derived only when a new one arrives.
     crc32 = zlib.crc32
     unpack_header = HEADER.unpack_from
     unpack_old = OLD_HEADER.unpack_from
     unpack_crc = CRC.unpack_from
+    new_header = tuple.__new__
     header_len = desc.header_length
     old_style = header_len == OLD_HEADER_LEN
+    permutation = desc.type_permutation
+    checksummed = desc.checksum_alg == _CRC32
+    verify = checksummed and verify_checksums
+    min_size = header_len + (CHECKSUM_LEN if checksummed else 0)
     suspect: ChecksumMismatchError | None = None
+    buf, pos = src.buf, src.pos
+    view = memoryview(buf)
     while True:
-        got = src.available(header_len)
-        if got == 0:
-            return  # a mismatching last event had the right size: it ends exactly at EOF
-        if got < header_len:
-            _raise_suspect(suspect)
-            raise TruncatedError(
-                f"file ends inside an event header ({got} of {header_len} bytes)", file=name, offset=offset
-            )
-        buf, pos = src.buf, src.pos
+        if pos + header_len > len(buf):
+            src.pos = pos
+            got = src.available(header_len)
+            if got == 0:
+                return  # a mismatching last event had the right size: it ends exactly at EOF
+            if got < header_len:
+                _raise_suspect(suspect)
+                raise TruncatedError(
+                    f"file ends inside an event header ({got} of {header_len} bytes)", file=name, offset=offset
+                )
+            buf, pos = src.buf, src.pos
+            view = memoryview(buf)
         if old_style:
             when, type_code, server_id, event_size = unpack_old(buf, pos)
             header = EventHeader(when, type_code, server_id, event_size, 0, 0)
         else:
-            header = EventHeader._make(unpack_header(buf, pos))
-            type_code, event_size = header.type_code, header.event_size
-            if desc.type_permutation is not None and type_code < len(desc.type_permutation):
-                type_code = desc.type_permutation[type_code]
+            header = new_header(EventHeader, unpack_header(buf, pos))
+            type_code, event_size = header[1], header[3]
+            if permutation is not None and type_code < len(permutation):
+                type_code = permutation[type_code]
                 header = header._replace(type_code=type_code)
-        checksummed = desc.checksum_alg == ChecksumAlg.CRC32
-        min_size = header_len + (CHECKSUM_LEN if checksummed else 0)
         if event_size < min_size or event_size > MAX_EVENT_SIZE:
             _raise_suspect(suspect)
             raise MalformedError(
@@ -225,32 +241,39 @@ def _walk(
                 offset=offset,
                 event_type=event_type_name(type_code),
             )
-        got = src.available(event_size)
-        if got < event_size:
-            _raise_suspect(suspect)
-            raise TruncatedError(
-                f"event declares {event_size} bytes, the file has {got} left",
-                file=name,
-                offset=offset,
-                event_type=event_type_name(type_code),
-            )
-        buf, pos = src.buf, src.pos
         end = pos + event_size
-        if type_code == EventType.FORMAT_DESCRIPTION and offset != 4:
+        if end > len(buf):
+            src.pos = pos
+            got = src.available(event_size)
+            if got < event_size:
+                _raise_suspect(suspect)
+                raise TruncatedError(
+                    f"event declares {event_size} bytes, the file has {got} left",
+                    file=name,
+                    offset=offset,
+                    event_type=event_type_name(type_code),
+                )
+            buf, pos = src.buf, src.pos
+            view = memoryview(buf)
+            end = pos + event_size
+        if type_code == _FORMAT_DESCRIPTION and offset != 4:
             # a relay log or a re-announced description governs the events after it
             try:
                 desc = parse_format_description(buf[pos:end], LOG_EVENT_HEADER_LEN)
             except BinlogError as exc:
                 raise exc.locate(file=name, offset=offset, event_type="FORMAT_DESCRIPTION") from None
-            checksummed = desc.checksum_alg == ChecksumAlg.CRC32
+            checksummed = desc.checksum_alg == _CRC32
+            verify = checksummed and verify_checksums
+            permutation = desc.type_permutation
+            min_size = header_len + (CHECKSUM_LEN if checksummed else 0)
         body_end = end - CHECKSUM_LEN if checksummed else end
         checksum_ok: bool | None = None
-        if checksummed and verify_checksums:
+        if verify:
             (stored,) = unpack_crc(buf, body_end)
-            if type_code == EventType.FORMAT_DESCRIPTION:
+            if type_code == _FORMAT_DESCRIPTION:
                 computed = description_crc(buf[pos:body_end])
             else:
-                computed = crc32(memoryview(buf)[pos:body_end])
+                computed = crc32(view[pos:body_end])
             checksum_ok = computed == stored
             if checksum_ok:
                 suspect = None
@@ -263,15 +286,15 @@ def _walk(
                     event_type=event_type_name(type_code),
                 )
         event = Event(name, offset, None, header, buf[pos + header_len : body_end], desc, checksum_ok)
-        src.pos = end
+        pos = end
         yield event
-        if type_code == EventType.START_ENCRYPTION and checksum_ok is not False:
+        if type_code == _START_ENCRYPTION and checksum_ok is not False:
             raise EncryptedError(
                 "MariaDB encrypted binlog: the events after START_ENCRYPTION need the server's encryption key",
                 file=name,
                 offset=offset + event_size,
             )
-        if explode_payloads and type_code == EventType.TRANSACTION_PAYLOAD and checksum_ok is not False:
+        if explode_payloads and type_code == _TRANSACTION_PAYLOAD and checksum_ok is not False:
             yield from explode_payload(event)
         offset += event_size
 
