@@ -69,6 +69,8 @@ class Cursor:
 
     def need(self, n: int, what: str) -> None:
         """The bounds check: ``n`` more bytes must be present."""
+        if n >= 0 and self.pos + n <= self.end:
+            return
         if self.region and self.pos + n > self.end:
             raise MalformedError(f"{what}: needs {n} bytes, its declared region has {self.end - self.pos} left")
         need(self.end, self.pos, n, what)

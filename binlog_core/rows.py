@@ -147,9 +147,42 @@ def _extra_info(c: Cursor, op: str) -> tuple[ExtraRowInfo, ...]:
     return tuple(out)
 
 
+_ID_FLAGS = Struct("<IHH")
+"""table_id u48 as low u32 and high u16, then flags u16: the common v1/v2 post-header."""
+
+
 def decode_rows_header(body: bytes, type_code: int, fde: FormatDescription) -> RowsEvent:
     """Decode a rows event's header (its rows stay bytes until a table plan reads them)."""
     kind = ROWS_KINDS[type_code]
+    # fast path for the usual shapes: 6-byte table id, no v2 extra row info, fewer than 251
+    # columns, uncompressed; anything else (and any short body) takes the general reader below
+    if kind.version and not kind.compressed and len(body) > 12 and fde.post_header_len(type_code) != 6:
+        low, high, flags = _ID_FLAGS.unpack_from(body, 0)
+        pos = 8
+        if kind.version == 2:
+            if body[8] != 2 or body[9] != 0:
+                return _decode_rows_header(body, type_code, kind, fde)
+            pos = 10
+        num_columns = body[pos]
+        if 0 < num_columns < 251:
+            nbytes = (num_columns + 7) >> 3
+            pos += 1
+            rows_at = pos + nbytes
+            before = body[pos:rows_at]
+            if kind.has_after_bitmap:
+                after = body[rows_at : rows_at + nbytes]
+                rows_at += nbytes
+            else:
+                after = before
+            if rows_at <= len(body):
+                return RowsEvent(
+                    type_code, kind, high << 32 | low, flags, (), num_columns, before, after, body, rows_at
+                )
+    return _decode_rows_header(body, type_code, kind, fde)
+
+
+def _decode_rows_header(body: bytes, type_code: int, kind: RowsKind, fde: FormatDescription) -> RowsEvent:
+    """The general reader of a rows event's header, checking every field."""
     c = Cursor(body)
     post_header = fde.post_header_len(type_code)
     table_id = c.uint(4 if post_header == 6 else 6, "table_id")
