@@ -19,11 +19,11 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import FrozenInstanceError, dataclass, field
 from typing import BinaryIO
 
 from binlog_core.columns import DecodeOptions
-from binlog_core.constants import EventType
+from binlog_core.constants import EventType, event_type_name
 from binlog_core.errors import (
     BinlogError,
     MalformedError,
@@ -35,44 +35,197 @@ from binlog_core.errors import (
 from binlog_core.event import Event, FormatDescription, checksum_error
 from binlog_core.events import UnknownEvent, decode_body
 from binlog_core.framing import iter_events
-from binlog_core.rows import ROWS_KINDS, Row, RowsEvent, TablePlan, decode_rows, decode_rows_header
+from binlog_core.rows import ROWS_KINDS, Row, RowPair, RowsEvent, TablePlan, decode_rows, decode_rows_header
 from binlog_core.table_map import TableMap, decode_table_map
 
 _PLAN_CACHE_LIMIT = 4096
 """Distinct TABLE_MAP bodies whose decoded maps and plans are kept for reuse."""
 
 
-@dataclass(frozen=True, slots=True)
-class RowChange:
-    """One row changed by a rows event, with everything needed to place and name it."""
+class _ChangeContext:
+    """What every row change of one rows event shares (one object per event, not per row)."""
 
-    file: str
-    offset: int
-    inner_index: int | None
+    __slots__ = ("event_type", "file", "gtid", "inner_index", "offset", "op", "server_id", "table_map", "timestamp")
+
+    def __init__(
+        self,
+        file: str,
+        offset: int,
+        inner_index: int | None,
+        event_type: str,
+        gtid: str | None,
+        timestamp: int,
+        server_id: int,
+        table_map: TableMap,
+        op: str,
+    ) -> None:
+        self.file = file
+        self.offset = offset
+        self.inner_index = inner_index
+        self.event_type = event_type
+        self.gtid = gtid
+        self.timestamp = timestamp
+        self.server_id = server_id
+        self.table_map = table_map
+        self.op = op
+
+
+_ROW_CHANGE_FIELDS = (
+    "file",
+    "offset",
+    "inner_index",
+    "row_index",
+    "event_type",
+    "gtid",
+    "timestamp",
+    "server_id",
+    "table_map",
+    "op",
+    "before",
+    "after",
+)
+
+
+class RowChange:
+    """One row changed by a rows event, with everything needed to place and name it.
+
+    Immutable, compared and hashed by its fields like a frozen dataclass.  The fields every row
+    of one event shares live in one object the rows of that event point to, so a row change
+    costs one small object.
+    """
+
+    __slots__ = ("_ctx", "after", "before", "row_index")
+
+    _ctx: _ChangeContext
     row_index: int
-    event_type: str
-    gtid: str | None
-    timestamp: int
-    server_id: int
-    table_map: TableMap
-    op: str  # insert | update | delete
     before: Row | None
     after: Row | None
+
+    def __init__(
+        self,
+        file: str,
+        offset: int,
+        inner_index: int | None,
+        row_index: int,
+        event_type: str,
+        gtid: str | None,
+        timestamp: int,
+        server_id: int,
+        table_map: TableMap,
+        op: str,  # insert | update | delete
+        before: Row | None,
+        after: Row | None,
+    ) -> None:
+        ctx = _ChangeContext(file, offset, inner_index, event_type, gtid, timestamp, server_id, table_map, op)
+        _set_ctx(self, ctx)
+        _set_row_index(self, row_index)
+        _set_before(self, before)
+        _set_after(self, after)
+
+    @property
+    def file(self) -> str:
+        """Base name of the binlog file."""
+        return self._ctx.file
+
+    @property
+    def offset(self) -> int:
+        """Offset of the rows event in the file."""
+        return self._ctx.offset
+
+    @property
+    def inner_index(self) -> int | None:
+        """Index inside a TRANSACTION_PAYLOAD (``None`` outside one)."""
+        return self._ctx.inner_index
+
+    @property
+    def event_type(self) -> str:
+        """Name of the rows event type, e.g. ``WRITE_ROWS``."""
+        return self._ctx.event_type
+
+    @property
+    def gtid(self) -> str | None:
+        """GTID of the transaction, when the file has one."""
+        return self._ctx.gtid
+
+    @property
+    def timestamp(self) -> int:
+        """The rows event's header timestamp."""
+        return self._ctx.timestamp
+
+    @property
+    def server_id(self) -> int:
+        """The rows event's header server id."""
+        return self._ctx.server_id
+
+    @property
+    def table_map(self) -> TableMap:
+        """The TABLE_MAP in force for this row."""
+        return self._ctx.table_map
+
+    @property
+    def op(self) -> str:
+        """``insert``, ``update`` or ``delete``."""
+        return self._ctx.op
 
     @property
     def schema(self) -> str:
         """Database name."""
-        return self.table_map.schema
+        return self._ctx.table_map.schema
 
     @property
     def table(self) -> str:
         """Table name."""
-        return self.table_map.table
+        return self._ctx.table_map.table
 
     @property
     def table_id(self) -> int:
         """Table id, meaningful inside this file only."""
-        return self.table_map.table_id
+        return self._ctx.table_map.table_id
+
+    def _fields(self) -> tuple[object, ...]:
+        return tuple(getattr(self, name) for name in _ROW_CHANGE_FIELDS)
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return self._fields() == other._fields()  # type: ignore[attr-defined]
+
+    def __hash__(self) -> int:
+        return hash(self._fields())
+
+    def __repr__(self) -> str:
+        inner = ", ".join(f"{name}={getattr(self, name)!r}" for name in _ROW_CHANGE_FIELDS)
+        return f"RowChange({inner})"
+
+    def __setattr__(self, name: str, value: object) -> None:
+        raise FrozenInstanceError(f"cannot assign to field {name!r}")
+
+    def __delattr__(self, name: str) -> None:
+        raise FrozenInstanceError(f"cannot delete field {name!r}")
+
+    def __reduce__(self) -> tuple[type[RowChange], tuple[object, ...]]:
+        return RowChange, self._fields()
+
+
+_set_ctx = RowChange._ctx.__set__  # type: ignore[attr-defined]
+_set_row_index = RowChange.row_index.__set__  # type: ignore[attr-defined]
+_set_before = RowChange.before.__set__  # type: ignore[attr-defined]
+_set_after = RowChange.after.__set__  # type: ignore[attr-defined]
+
+
+def _row_changes(ctx: _ChangeContext, pairs: list[RowPair]) -> list[RowChange]:
+    """One :class:`RowChange` per (before, after) pair, sharing ``ctx``; no per-row ``__init__``."""
+    new = object.__new__
+    changes = []
+    append = changes.append
+    for index, (before, after) in enumerate(pairs):
+        change = new(RowChange)
+        _set_ctx(change, ctx)
+        _set_row_index(change, index)
+        _set_before(change, before)
+        _set_after(change, after)
+        append(change)
+    return changes
 
 
 @dataclass(slots=True)
@@ -148,24 +301,18 @@ class BinlogDecoder:
         problems: list[BinlogError] = []
         pairs = decode_rows(header, mapped.plan, problems)
         h = event.header
-        name = event.type_name
-        changes = [
-            RowChange(
-                event.file,
-                event.offset,
-                event.inner_index,
-                index,
-                name,
-                self.gtid,
-                h.timestamp,
-                h.server_id,
-                mapped.table_map,
-                header.kind.op,
-                before,
-                after,
-            )
-            for index, (before, after) in enumerate(pairs)
-        ]
+        ctx = _ChangeContext(
+            event.file,
+            event.offset,
+            event.inner_index,
+            event_type_name(h.type_code),
+            self.gtid,
+            h.timestamp,
+            h.server_id,
+            mapped.table_map,
+            header.kind.op,
+        )
+        changes = _row_changes(ctx, pairs)
         for problem in problems:
             event.locate(problem)
         return DecodedEvent(event, header, changes, problems)
