@@ -242,6 +242,9 @@ def decode_ignorable(event: Event) -> IgnorableEvent:
 # -- XID, INTVAR, RAND ----------------------------------------------------------------------
 
 
+_XID = Struct("<Q")
+
+
 @dataclass(frozen=True, slots=True)
 class XidEvent:
     """XID: commit of an XA-capable (InnoDB) transaction with this internal id."""
@@ -251,6 +254,9 @@ class XidEvent:
 
 def decode_xid(event: Event) -> XidEvent:
     """Layout: ``xid u64`` (``# orig: Xid_event``; printed unsigned by the server tools)."""
+    body = event.body
+    if len(body) == 8 and event.fde.post_header_len(event.header.type_code) == 0:  # as every server writes it
+        return XidEvent(_XID.unpack(body)[0])
     c, post_header = body_cursor(event)
     c.skip(post_header, "xid post-header")
     xid = c.u64("xid")
@@ -450,6 +456,11 @@ def decode_rows_query(event: Event) -> RowsQueryEvent:
 
 def decode_annotate_rows(event: Event) -> RowsQueryEvent:
     """Layout (``# orig: Annotate_rows_log_event``): the statement, the whole body."""
+    if event.fde.post_header_len(event.header.type_code) == 0:  # as every server writes it
+        try:
+            return RowsQueryEvent(event.body.decode("utf-8"), False)
+        except UnicodeDecodeError:
+            pass
     c, post_header = body_cursor(event)
     c.skip(post_header, "annotate rows post-header")
     return _statement_text(c.rest())
