@@ -8,7 +8,10 @@ A :class:`ColumnCodec` knows how to read one column's value from a row image:
   the row compiler in :mod:`binlog_core.rows` can unpack runs of such columns with a single
   precompiled ``Struct``;
 * ``inline`` is set for length-prefixed strings and blobs, which the row compiler writes out
-  as straight-line code.
+  as straight-line code;
+* ``convert`` is set for other fixed-size values (temporal, DECIMAL, ENUM, ...): it makes the
+  value from exactly ``size`` bytes, so the row compiler can cut them out within the same
+  ``Struct`` run as the integers around them (``"5s"``) and convert them afterwards.
 
 Values (physical decode first, charset and labels applied here because the file says them):
 
@@ -97,6 +100,8 @@ class ColumnCodec:
     inline: tuple[str, int, Callable[[bytes], object] | None] | None = None
     """``(kind, len_prefix_bytes, convert)`` for length-prefixed values; kind ``"text"`` means
     ``convert`` decodes a charset and returns the bytes unchanged when it cannot."""
+    convert: Callable[[bytes], object] | None = None
+    """For fixed-size values: the value from exactly ``size`` bytes (raising what ``read`` raises)."""
 
 
 def need(buf: bytes, pos: int, n: int) -> None:
@@ -140,7 +145,10 @@ def _int24(column: Column, _ctx: _Context) -> ColumnCodec:
         need(buf, pos, 3)
         return int.from_bytes(buf[pos : pos + 3], "little", signed=signed), pos + 3
 
-    return ColumnCodec(column, read, 3)
+    def convert(raw: bytes) -> object:
+        return int.from_bytes(raw, "little", signed=signed)
+
+    return ColumnCodec(column, read, 3, convert=convert)
 
 
 def _float(column: Column, _ctx: _Context) -> ColumnCodec:
@@ -157,7 +165,11 @@ def _year(column: Column, _ctx: _Context) -> ColumnCodec:
         v = buf[pos]
         return (v + 1900 if v else 0), pos + 1
 
-    return ColumnCodec(column, read, 1)
+    def convert(raw: bytes) -> object:
+        v = raw[0]
+        return v + 1900 if v else 0
+
+    return ColumnCodec(column, read, 1, convert=convert)
 
 
 def _bit(column: Column, _ctx: _Context) -> ColumnCodec:
@@ -167,14 +179,23 @@ def _bit(column: Column, _ctx: _Context) -> ColumnCodec:
         need(buf, pos, n)
         return int.from_bytes(buf[pos : pos + n], "big"), pos + n
 
-    return ColumnCodec(column, read, n)
+    def convert(raw: bytes) -> object:
+        return int.from_bytes(raw, "big")
+
+    return ColumnCodec(column, read, n, convert=convert)
 
 
 def _newdecimal(column: Column, _ctx: _Context) -> ColumnCodec:
     if column.precision == 0 or column.scale > column.precision:
         raise MalformedError(f"DECIMAL({column.precision},{column.scale}) is impossible")
     read, size = decimal_reader(column.precision, column.scale)
-    return ColumnCodec(column, read, size)
+    if size == 0:
+        return ColumnCodec(column, read, size)
+
+    def convert(raw: bytes) -> object:
+        return read(raw, 0)[0]
+
+    return ColumnCodec(column, read, size, convert=convert)
 
 
 def _date(column: Column, _ctx: _Context) -> ColumnCodec:
@@ -184,7 +205,10 @@ def _date(column: Column, _ctx: _Context) -> ColumnCodec:
         need(buf, pos, 3)
         return date_text(int.from_bytes(buf[pos : pos + 3], "little")), pos + 3
 
-    return ColumnCodec(column, read, 3)
+    def convert(raw: bytes) -> object:
+        return date_text(int.from_bytes(raw, "little"))
+
+    return ColumnCodec(column, read, 3, convert=convert)
 
 
 def _old_time(column: Column, _ctx: _Context) -> ColumnCodec:
@@ -216,6 +240,12 @@ def _old_timestamp(column: Column, _ctx: _Context) -> ColumnCodec:
     return ColumnCodec(column, read, 4)
 
 
+_TEMPORAL2_CONVERTERS: dict[Callable[[bytes, int, int], str], Callable[[int], Callable[[bytes], str]]] = {
+    temporal.datetime2_text: temporal.datetime2_converter,
+}
+"""Renderers with a specialised per-precision converter from raw bytes."""
+
+
 def _temporal2(base: int, render: Callable[[bytes, int, int], str]) -> Callable[[Column, _Context], ColumnCodec]:
     def make(column: Column, _ctx: _Context) -> ColumnCodec:
         fsp = column.fsp
@@ -227,7 +257,14 @@ def _temporal2(base: int, render: Callable[[bytes, int, int], str]) -> Callable[
             need(buf, pos, size)
             return render(buf, pos, fsp), pos + size
 
-        return ColumnCodec(column, read, size)
+        convert = _TEMPORAL2_CONVERTERS.get(render)
+        if convert is not None:
+            return ColumnCodec(column, read, size, convert=convert(fsp))
+
+        def convert_any(raw: bytes) -> object:
+            return render(raw, 0, fsp)
+
+        return ColumnCodec(column, read, size, convert=convert_any)
 
     return make
 
@@ -311,7 +348,21 @@ def _enum(column: Column, _ctx: _Context) -> ColumnCodec:
             raise MalformedError(f"ENUM index {index} beyond its {len(labels)} labels")
         return (labels[index - 1] if index else ""), pos + n
 
-    return ColumnCodec(column, read, n)
+    if labels is not None and n == 1:  # the common case, without the reader
+        num_labels = len(labels)
+
+        def convert(raw: bytes) -> object:
+            index = raw[0]
+            if index > num_labels:
+                raise MalformedError(f"ENUM index {index} beyond its {num_labels} labels")
+            return labels[index - 1] if index else ""
+
+    else:
+
+        def convert(raw: bytes) -> object:
+            return read(raw, 0)[0]
+
+    return ColumnCodec(column, read, n, convert=convert)
 
 
 def _set(column: Column, _ctx: _Context) -> ColumnCodec:

@@ -297,16 +297,22 @@ class ImageDecoder:
         names = ["ABSENT"] * self.num_columns
         run: list[tuple[int, str]] = []
 
+        converted: list[int] = []  # columns of the run cut out as raw bytes, converted after it
+
         def flush() -> None:
             if not run:
                 return
             s = Struct("<" + "".join(code for _, code in run))
             key = f"S{len(env)}"
             env[key] = s.unpack_from
-            targets = ", ".join(f"v{i}" for i, _ in run)
+            targets = ", ".join(f"r{i}" if i in converted else f"v{i}" for i, _ in run)
             body.append(f"    {targets}, = {key}(buf, pos)")
             body.append(f"    pos += {s.size}")
+            for i in converted:
+                env[f"C{i}"] = self.codecs[i].convert  # type: ignore[union-attr]
+                body.append(f"    v{i} = C{i}(r{i})")
             run.clear()
+            converted.clear()
 
         for bit, index in enumerate(self.present):
             if nulls[bit >> 3] >> (bit & 7) & 1:
@@ -319,6 +325,10 @@ class ImageDecoder:
             names[index] = f"v{index}"
             if codec.fmt is not None:
                 run.append((index, codec.fmt))
+                continue
+            if codec.convert is not None and codec.size:
+                run.append((index, f"{codec.size}s"))
+                converted.append(index)
                 continue
             flush()
             if codec.inline is None:

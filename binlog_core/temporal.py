@@ -24,6 +24,7 @@ Formats (MySQL ``mysys/my_time.cc``, ``sql/field.cc``; MariaDB ``sql/compat56.cc
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from struct import Struct
 
 from binlog_core.errors import MalformedError
@@ -95,6 +96,33 @@ def datetime2_text(buf: bytes, pos: int, fsp: int) -> str:
     ym, day = ymd >> 5, ymd & 31
     year, month = divmod(ym, 13)
     return f"{year:04d}-{month:02d}-{day:02d} {hms >> 12:02d}:{(hms >> 6) & 63:02d}:{hms & 63:02d}" + _frac(micro, fsp)
+
+
+def datetime2_converter(fsp: int) -> Callable[[bytes], str]:
+    """:func:`datetime2_text` specialised for one precision, reading exactly ``5 + frac`` bytes."""
+    n = FRAC_BYTES[fsp]
+    frac_bits = 8 * n
+    frac_mask = (1 << frac_bits) - 1
+    frac_sign = 1 << (frac_bits - 1) if n else 0
+    scale = _FRAC_SCALE[fsp]
+    from_bytes = int.from_bytes
+
+    def convert(raw: bytes) -> str:
+        v = from_bytes(raw, "big")
+        intpart = (v >> frac_bits) - DATETIMEF_INT_OFS
+        if intpart < 0:
+            raise MalformedError(f"negative DATETIME2 value {intpart}")
+        ymd, hms = intpart >> 17, intpart & 0x1FFFF
+        year, month = divmod(ymd >> 5, 13)
+        text = f"{year:04d}-{month:02d}-{ymd & 31:02d} {hms >> 12:02d}:{(hms >> 6) & 63:02d}:{hms & 63:02d}"
+        if not n:
+            return text
+        frac = v & frac_mask
+        if frac & frac_sign:
+            frac -= frac_mask + 1
+        return text + _frac(frac * scale, fsp)
+
+    return convert
 
 
 def time2_text(buf: bytes, pos: int, fsp: int) -> str:
