@@ -1,0 +1,208 @@
+"""How each binlog column type becomes a Spark type in the gold change tables.
+
+Every column of a TABLE_MAP gets a *kind*: a short string ``"<conversion>:<spark type>"`` such as
+``"int:smallint"`` or ``"timestamp:timestamp"``.  It is computed in Python from the column's wire
+facts (real type, metadata, signedness, collation) by :func:`column_kind`, travels with every
+decoded row (``changes.column_kinds``), and tells the typed projection both the target type and
+how to convert MySQL's text of the value (the JSON rendering of :mod:`binlog_core.render`) into
+it.  Kinds are plain strings so they can be compared across files and table versions.
+
+==============================  ===========================  =========================================
+binlog column                   Spark type                   notes
+==============================  ===========================  =========================================
+TINYINT / SMALLINT / MEDIUMINT  byte / short / int / long    signed: the narrowest that fits;
+INT / BIGINT                                                 UNSIGNED: the next wider type,
+                                                             BIGINT UNSIGNED ``decimal(20,0)``
+                                                             (signedness unknown: signed)
+DECIMAL(p,s)                    ``decimal(p,s)``             p > 38: string of the exact digits
+FLOAT / DOUBLE                  float / double               FLOAT exactly the stored float32
+DATETIME / TIMESTAMP            timestamp                    the value unchanged (TIMESTAMP is UTC
+                                                             epoch; DATETIME's wall clock read as
+                                                             UTC: gold runs with session time zone
+                                                             UTC); ``<col>__raw`` string
+DATE                            date                         ``<col>__raw`` string
+TIME                            string                       ``[-]HH[H]:MM:SS[.ffffff]`` as MySQL
+                                                             prints it (negative and > 24 h kept)
+YEAR                            int                          0 stays 0
+BIT(n)                          long                         BIT(64) as the same 64 bits (two's
+                                                             complement), so bit tests still work
+ENUM / SET                      string                       labels; the 1-based index / the
+                                                             bitmask as text when the file carries
+                                                             no labels
+JSON                            string                       MySQL's text of the document
+CHAR/VARCHAR/TEXT               string                       ``<col>__raw`` binary
+BINARY/VARBINARY/BLOB,          binary                       GEOMETRY: SRID (4 bytes LE) + WKB
+GEOMETRY
+VECTOR                          ``array<float>``
+anything else                   string                       MySQL's text of the value
+==============================  ===========================  =========================================
+
+``__raw`` companions keep values that the typed column cannot hold recoverable: a DATE,
+DATETIME or TIMESTAMP whose text is a zero or partly zero date (``0000-00-00``,
+``2020-00-15 10:00:00``), year 0, or otherwise not a valid calendar value has a NULL typed value
+and its MySQL text in ``<col>__raw``; a text value whose bytes do not decode in the column's
+charset has a NULL typed value and its bytes in ``<col>__raw``.  ``__raw`` is NULL whenever the
+typed column holds the value.
+"""
+
+from __future__ import annotations
+
+import re
+
+from pyspark.sql.types import (
+    ArrayType,
+    BinaryType,
+    ByteType,
+    DataType,
+    DateType,
+    DecimalType,
+    DoubleType,
+    FloatType,
+    IntegerType,
+    LongType,
+    ShortType,
+    StringType,
+    TimestampType,
+)
+
+from binlog_core.charsets import BINARY_COLLATION
+from binlog_core.constants import ColumnType
+from binlog_core.table_map import BLOB_COMPRESSED, VARCHAR_COMPRESSED, Column
+
+MAX_DECIMAL_PRECISION = 38
+"""Spark's largest DecimalType precision; wider MySQL DECIMALs become strings."""
+
+RAW_SUFFIX = "__raw"
+"""Suffix of the companion field that keeps values the typed field cannot hold."""
+
+_SIGNED_INT = {
+    ColumnType.TINY: "tinyint",
+    ColumnType.SHORT: "smallint",
+    ColumnType.INT24: "int",
+    ColumnType.LONG: "int",
+    ColumnType.LONGLONG: "bigint",
+}
+_UNSIGNED_INT = {
+    ColumnType.TINY: "smallint",
+    ColumnType.SHORT: "int",
+    ColumnType.INT24: "int",
+    ColumnType.LONG: "bigint",
+    ColumnType.LONGLONG: "decimal(20,0)",
+}
+_TEXT_OR_BINARY = frozenset(
+    {
+        ColumnType.STRING,
+        ColumnType.VARCHAR,
+        ColumnType.VAR_STRING,
+        ColumnType.TINY_BLOB,
+        ColumnType.BLOB,
+        ColumnType.MEDIUM_BLOB,
+        ColumnType.LONG_BLOB,
+        VARCHAR_COMPRESSED,
+        BLOB_COMPRESSED,
+    }
+)
+_FIXED_KINDS: dict[int, str] = {
+    ColumnType.FLOAT: "float:float",
+    ColumnType.DOUBLE: "double:double",
+    ColumnType.TIMESTAMP: "timestamp:timestamp",
+    ColumnType.TIMESTAMP2: "timestamp:timestamp",
+    ColumnType.DATETIME: "timestamp:timestamp",
+    ColumnType.DATETIME2: "timestamp:timestamp",
+    ColumnType.DATE: "date:date",
+    ColumnType.NEWDATE: "date:date",
+    ColumnType.TIME: "time:string",
+    ColumnType.TIME2: "time:string",
+    ColumnType.YEAR: "year:int",
+    ColumnType.BIT: "bit:bigint",
+    ColumnType.ENUM: "enum:string",
+    ColumnType.SET: "set:string",
+    ColumnType.JSON: "json:string",
+    ColumnType.GEOMETRY: "binary:binary",
+    ColumnType.VECTOR: "vector:array<float>",
+}
+
+_SPARK_TYPES: dict[str, DataType] = {
+    "tinyint": ByteType(),
+    "smallint": ShortType(),
+    "int": IntegerType(),
+    "bigint": LongType(),
+    "float": FloatType(),
+    "double": DoubleType(),
+    "timestamp": TimestampType(),
+    "date": DateType(),
+    "string": StringType(),
+    "binary": BinaryType(),
+    "array<float>": ArrayType(FloatType(), True),
+}
+_DECIMAL = re.compile(r"^decimal\((\d+),(\d+)\)$")
+
+RAW_TYPES: dict[str, DataType] = {"timestamp": StringType(), "date": StringType(), "text": BinaryType()}
+"""Conversions whose values may not fit the typed field, and the type of their ``__raw`` companion."""
+
+
+def column_kind(column: Column) -> str:
+    """The gold kind of a TABLE_MAP column: ``"<conversion>:<spark type>"``.
+
+    >>> from binlog_core.table_map import Column
+    >>> column_kind(Column(0, ColumnType.LONGLONG, ColumnType.LONGLONG, 0, True, unsigned=True))
+    'int:decimal(20,0)'
+    >>> column_kind(Column(0, ColumnType.NEWDECIMAL, ColumnType.NEWDECIMAL, 0, True, precision=65, scale=2))
+    'decimal:string'
+    """
+    real = column.type
+    if real in _SIGNED_INT:
+        return "int:" + (_UNSIGNED_INT if column.unsigned else _SIGNED_INT)[ColumnType(real)]
+    if real == ColumnType.NEWDECIMAL:
+        if 0 < column.precision <= MAX_DECIMAL_PRECISION and column.scale <= column.precision:
+            return f"decimal:decimal({column.precision},{column.scale})"
+        return "decimal:string"
+    if real in _TEXT_OR_BINARY:
+        return "binary:binary" if column.collation == BINARY_COLLATION else "text:string"
+    return _FIXED_KINDS.get(real, "other:string")
+
+
+def conversion_of(kind: str) -> str:
+    """The conversion part of a kind (``"int"`` of ``"int:smallint"``)."""
+    return kind.split(":", 1)[0]
+
+
+def type_name_of(kind: str) -> str:
+    """The Spark type part of a kind (``"smallint"`` of ``"int:smallint"``)."""
+    return kind.split(":", 1)[1]
+
+
+def spark_type(kind: str) -> DataType:
+    """The Spark type of a kind's typed field.
+
+    >>> spark_type("int:decimal(20,0)")
+    DecimalType(20,0)
+    """
+    name = type_name_of(kind)
+    match = _DECIMAL.match(name)
+    if match:
+        return DecimalType(int(match.group(1)), int(match.group(2)))
+    return _SPARK_TYPES[name]
+
+
+def raw_type(kind: str) -> DataType | None:
+    """The type of the ``__raw`` companion of a kind, or None when its values always fit."""
+    return RAW_TYPES.get(conversion_of(kind))
+
+
+def type_suffix(kind: str) -> str:
+    """A name suffix for a field whose type changed: ``"__decimal_12_2"`` for ``decimal(12,2)``."""
+    return "__" + re.sub(r"[^a-z0-9]+", "_", type_name_of(kind).lower()).strip("_")
+
+
+__all__ = [
+    "MAX_DECIMAL_PRECISION",
+    "RAW_SUFFIX",
+    "RAW_TYPES",
+    "column_kind",
+    "conversion_of",
+    "raw_type",
+    "spark_type",
+    "type_name_of",
+    "type_suffix",
+]
