@@ -231,6 +231,10 @@ class _Fallback(Exception):
     """Raised by compiled row functions; the interpreter re-reads the row and explains."""
 
 
+_COMPILED_ERRORS = (_Fallback, struct.error, IndexError, UnicodeDecodeError, BinlogError)
+"""What a compiled row function may raise; the interpreter then re-reads the row and explains."""
+
+
 class ImageDecoder:
     """Decodes row images of one table plan with one set of present columns."""
 
@@ -252,7 +256,7 @@ class ImageDecoder:
         if fn is not None:
             try:
                 return fn(buf, pos + self.nbytes)
-            except (_Fallback, struct.error, IndexError, UnicodeDecodeError, BinlogError):
+            except _COMPILED_ERRORS:
                 pass
         return self.interpret(buf, pos, problems)
 
@@ -436,22 +440,43 @@ def _decode_rows(event: RowsEvent, plan: TablePlan, problems: list[BinlogError])
     op = event.kind.op
     rows: list[RowPair] = []
     append = rows.append
-    decode_first = first.decode
+    # ImageDecoder.decode inlined: look the null bitmap's compiled function up, run it, and let
+    # the decoder (compiling a new pattern, or interpreting) handle everything else
+    compiled, nbytes, decode_first = first.compiled, first.nbytes, first.decode
     try:
-        if op == "insert":
+        if second is None:
             while pos < end:
-                after, pos = decode_first(data, pos, problems)
-                append((None, after))
-        elif op == "delete":
-            while pos < end:
-                before, pos = decode_first(data, pos, problems)
-                append((before, None))
+                fn = compiled.get(data[pos : pos + nbytes])
+                image: Row | None = None
+                if fn is not None:
+                    try:
+                        image, pos = fn(data, pos + nbytes)
+                    except _COMPILED_ERRORS:
+                        pass
+                if image is None:
+                    image, pos = decode_first(data, pos, problems)
+                append((None, image) if op == "insert" else (image, None))
         else:
-            assert second is not None
-            decode_second = second.decode
+            compiled2, nbytes2, decode_second = second.compiled, second.nbytes, second.decode
             while pos < end:
-                before, pos = decode_first(data, pos, problems)
-                after, pos = decode_second(data, pos, problems)
+                fn = compiled.get(data[pos : pos + nbytes])
+                before: Row | None = None
+                if fn is not None:
+                    try:
+                        before, pos = fn(data, pos + nbytes)
+                    except _COMPILED_ERRORS:
+                        pass
+                if before is None:
+                    before, pos = decode_first(data, pos, problems)
+                fn = compiled2.get(data[pos : pos + nbytes2])
+                after: Row | None = None
+                if fn is not None:
+                    try:
+                        after, pos = fn(data, pos + nbytes2)
+                    except _COMPILED_ERRORS:
+                        pass
+                if after is None:
+                    after, pos = decode_second(data, pos, problems)
                 append((before, after))
     except BinlogError as exc:
         raise exc.within(f"row {len(rows)}") from None
