@@ -143,7 +143,7 @@ class Event:
     checksums (or for inner events, which carry none).
     """
 
-    __slots__ = ("body", "checksum_ok", "fde", "file", "header", "inner_index", "offset")
+    __slots__ = ("body", "checksum_ok", "fde", "file", "header", "inner_index", "offset", "type_code")
 
     def __init__(
         self,
@@ -159,19 +159,16 @@ class Event:
         self.offset = offset
         self.inner_index = inner_index
         self.header = header
+        self.type_code: int = header[1]
+        """The header's type byte."""
         self.body = body
         self.fde = fde
         self.checksum_ok = checksum_ok
 
     @property
-    def type_code(self) -> int:
-        """The header's type byte."""
-        return self.header.type_code
-
-    @property
     def type_name(self) -> str:
         """``QUERY``, ``WRITE_ROWS``, ... or ``UNKNOWN_<n>``."""
-        return event_type_name(self.header.type_code)
+        return event_type_name(self.type_code)
 
     @property
     def end_offset(self) -> int:
