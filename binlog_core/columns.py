@@ -46,7 +46,7 @@ from typing import Final
 from binlog_core import temporal
 from binlog_core.charsets import BINARY_COLLATION, text_decoder
 from binlog_core.constants import ColumnType, Flavor
-from binlog_core.decimal import decimal_reader
+from binlog_core.decimal import decimal_converter, decimal_reader
 from binlog_core.errors import DecompressionError, MalformedError, TruncatedError, UnsupportedError
 from binlog_core.json_binary import decode_json
 from binlog_core.table_map import BLOB_COMPRESSED, VARCHAR_COMPRESSED, Column
@@ -189,13 +189,7 @@ def _newdecimal(column: Column, _ctx: _Context) -> ColumnCodec:
     if column.precision == 0 or column.scale > column.precision:
         raise MalformedError(f"DECIMAL({column.precision},{column.scale}) is impossible")
     read, size = decimal_reader(column.precision, column.scale)
-    if size == 0:
-        return ColumnCodec(column, read, size)
-
-    def convert(raw: bytes) -> object:
-        return read(raw, 0)[0]
-
-    return ColumnCodec(column, read, size, convert=convert)
+    return ColumnCodec(column, read, size, convert=decimal_converter(column.precision, column.scale))
 
 
 def _date(column: Column, _ctx: _Context) -> ColumnCodec:

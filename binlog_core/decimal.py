@@ -101,18 +101,13 @@ def _place(digit_groups: list[int], bits_after: int) -> tuple[_Group, ...]:
     return tuple(placed)
 
 
-def _build_reader(precision: int, scale: int) -> DecimalReader:
-    """Plan once per (precision, scale): byte size, group positions, masks; return the reader."""
+def _build_reader(precision: int, scale: int) -> tuple[DecimalReader, Callable[[bytes], str] | None]:
+    """Plan once per (precision, scale): byte size, group positions, masks; return reader and converter."""
     size = decimal_size(precision, scale)
     int_digits, frac_digits = _digit_groups(precision, scale)
     frac_bits = 8 * sum(DIG2BYTES[d] for d in frac_digits)
     int_groups = _place(int_digits, frac_bits)
     frac_groups = _place(frac_digits, 0)
-    sign_bit = 1 << (8 * size - 1) if size else 0
-    neg_mask = sign_bit - 1  # flips every bit but the sign bit
-    frac_mask = (1 << frac_bits) - 1
-    frac_limit = 10**scale
-    from_bytes = int.from_bytes
     what = f"DECIMAL({precision},{scale})"
 
     def truncated(buf: bytes, pos: int) -> TruncatedError:
@@ -123,17 +118,40 @@ def _build_reader(precision: int, scale: int) -> DecimalReader:
         def read_empty(buf: bytes, pos: int) -> tuple[str, int]:
             return "0", pos
 
-        return read_empty
+        return read_empty, None
+
+    convert = _build_converter(int_groups, frac_groups, frac_bits, size, scale, what)
+
+    def read(buf: bytes, pos: int) -> tuple[str, int]:
+        end = pos + size
+        if end > len(buf):
+            raise truncated(buf, pos)
+        return convert(buf[pos:end]), end
+
+    return read, convert
+
+
+def _build_converter(
+    int_groups: tuple[tuple[int, int, int], ...],
+    frac_groups: tuple[tuple[int, int, int], ...],
+    frac_bits: int,
+    size: int,
+    scale: int,
+    what: str,
+) -> Callable[[bytes], str]:
+    """The text of a value from exactly its ``size`` bytes (see :func:`decimal_converter`)."""
+    sign_bit = 1 << (8 * size - 1)
+    neg_mask = sign_bit - 1  # flips every bit but the sign bit
+    frac_mask = (1 << frac_bits) - 1
+    frac_limit = 10**scale
+    from_bytes = int.from_bytes
 
     if len(int_groups) <= 1 and len(frac_groups) <= 1:
         # up to 9 integer and 9 fraction digits (the usual case): no loops
         int_limit = int_groups[0][2] if int_groups else 1
 
-        def read_small(buf: bytes, pos: int) -> tuple[str, int]:
-            end = pos + size
-            if end > len(buf):
-                raise truncated(buf, pos)
-            mag = from_bytes(buf[pos:end], "big")
+        def convert_small(raw: bytes) -> str:
+            mag = from_bytes(raw, "big")
             sign = ""
             if mag & sign_bit:
                 mag ^= sign_bit
@@ -148,16 +166,13 @@ def _build_reader(precision: int, scale: int) -> DecimalReader:
                 sign = ""  # negative zero
             if scale:
                 # str(frac_limit + frac)[1:] is frac zero-padded to `scale` digits, and cheaper
-                return f"{sign}{whole}.{str(frac_limit + frac)[1:]}", end
-            return f"{sign}{whole}", end
+                return f"{sign}{whole}.{str(frac_limit + frac)[1:]}"
+            return f"{sign}{whole}"
 
-        return read_small
+        return convert_small
 
-    def read(buf: bytes, pos: int) -> tuple[str, int]:
-        end = pos + size
-        if end > len(buf):
-            raise truncated(buf, pos)
-        mag = from_bytes(buf[pos:end], "big")
+    def convert(raw: bytes) -> str:
+        mag = from_bytes(raw, "big")
         sign = ""
         if mag & sign_bit:
             mag ^= sign_bit
@@ -179,13 +194,23 @@ def _build_reader(precision: int, scale: int) -> DecimalReader:
         if not (whole or frac):
             sign = ""  # negative zero
         if scale:
-            return f"{sign}{whole}.{str(frac_limit + frac)[1:]}", end
-        return f"{sign}{whole}", end
+            return f"{sign}{whole}.{str(frac_limit + frac)[1:]}"
+        return f"{sign}{whole}"
 
-    return read
+    return convert
+
+
+def decimal_converter(precision: int, scale: int) -> Callable[[bytes], str] | None:
+    """``convert(raw)``: the text of a ``DECIMAL(precision, scale)`` value from exactly its bytes.
+
+    ``None`` for DECIMAL(0,0), which has no bytes.  Raises :class:`MalformedError` like the reader.
+    """
+    decimal_reader(precision, scale)
+    return _CONVERTERS[precision, scale]
 
 
 _READERS: dict[tuple[int, int], tuple[DecimalReader, int]] = {}
+_CONVERTERS: dict[tuple[int, int], Callable[[bytes], str] | None] = {}
 
 
 def decimal_reader(precision: int, scale: int) -> tuple[DecimalReader, int]:
@@ -201,7 +226,8 @@ def decimal_reader(precision: int, scale: int) -> tuple[DecimalReader, int]:
     """
     entry = _READERS.get((precision, scale))
     if entry is None:
-        entry = _READERS[precision, scale] = (_build_reader(precision, scale), decimal_size(precision, scale))
+        read, _CONVERTERS[precision, scale] = _build_reader(precision, scale)
+        entry = _READERS[precision, scale] = (read, decimal_size(precision, scale))
     return entry
 
 

@@ -96,11 +96,6 @@ class RowChange:
 
     __slots__ = ("_ctx", "after", "before", "row_index")
 
-    _ctx: _ChangeContext
-    row_index: int
-    before: Row | None
-    after: Row | None
-
     def __init__(
         self,
         file: str,
@@ -116,6 +111,10 @@ class RowChange:
         before: Row | None,
         after: Row | None,
     ) -> None:
+        self._ctx: _ChangeContext
+        self.row_index: int
+        self.before: Row | None
+        self.after: Row | None
         ctx = _ChangeContext(file, offset, inner_index, event_type, gtid, timestamp, server_id, table_map, op)
         _set_ctx(self, ctx)
         _set_row_index(self, row_index)
@@ -188,7 +187,7 @@ class RowChange:
     def __eq__(self, other: object) -> bool:
         if other.__class__ is not self.__class__:
             return NotImplemented
-        return self._fields() == other._fields()  # type: ignore[attr-defined]
+        return self._fields() == other._fields()
 
     def __hash__(self) -> int:
         return hash(self._fields())
@@ -207,16 +206,17 @@ class RowChange:
         return RowChange, self._fields()
 
 
-_set_ctx = RowChange._ctx.__set__  # type: ignore[attr-defined]
-_set_row_index = RowChange.row_index.__set__  # type: ignore[attr-defined]
-_set_before = RowChange.before.__set__  # type: ignore[attr-defined]
-_set_after = RowChange.after.__set__  # type: ignore[attr-defined]
+_set_ctx = vars(RowChange)["_ctx"].__set__
+_set_row_index = vars(RowChange)["row_index"].__set__
+_set_before = vars(RowChange)["before"].__set__
+_set_after = vars(RowChange)["after"].__set__
+"""The slots' own setters: they write past the frozen ``__setattr__``."""
 
 
 def _row_changes(ctx: _ChangeContext, pairs: list[RowPair]) -> list[RowChange]:
     """One :class:`RowChange` per (before, after) pair, sharing ``ctx``; no per-row ``__init__``."""
     new = object.__new__
-    changes = []
+    changes: list[RowChange] = []
     append = changes.append
     for index, (before, after) in enumerate(pairs):
         change = new(RowChange)

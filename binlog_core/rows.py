@@ -449,7 +449,7 @@ def _decode_rows(event: RowsEvent, plan: TablePlan, problems: list[BinlogError])
                 fn = compiled.get(data[pos : pos + nbytes])
                 image: Row | None = None
                 if fn is not None:
-                    try:
+                    try:  # noqa: SIM105 -- contextlib.suppress costs a call per image
                         image, pos = fn(data, pos + nbytes)
                     except _COMPILED_ERRORS:
                         pass
@@ -462,7 +462,7 @@ def _decode_rows(event: RowsEvent, plan: TablePlan, problems: list[BinlogError])
                 fn = compiled.get(data[pos : pos + nbytes])
                 before: Row | None = None
                 if fn is not None:
-                    try:
+                    try:  # noqa: SIM105 -- contextlib.suppress costs a call per image
                         before, pos = fn(data, pos + nbytes)
                     except _COMPILED_ERRORS:
                         pass
@@ -471,7 +471,7 @@ def _decode_rows(event: RowsEvent, plan: TablePlan, problems: list[BinlogError])
                 fn = compiled2.get(data[pos : pos + nbytes2])
                 after: Row | None = None
                 if fn is not None:
-                    try:
+                    try:  # noqa: SIM105 -- contextlib.suppress costs a call per image
                         after, pos = fn(data, pos + nbytes2)
                     except _COMPILED_ERRORS:
                         pass

@@ -442,9 +442,7 @@ _FL_XA: Final = int(MariaDBGtidFlags.PREPARED_XA | MariaDBGtidFlags.COMPLETED_XA
 _FL_E1_MULTI_ENGINE: Final = int(MariaDBGtidExtraFlags.MULTI_ENGINE)
 _FL_E1_ALTER_END: Final = int(MariaDBGtidExtraFlags.COMMIT_ALTER | MariaDBGtidExtraFlags.ROLLBACK_ALTER)
 _FL_E1_THREAD_ID: Final = int(MariaDBGtidExtraFlags.THREAD_ID)
-_GTID_FLAG_NAMES: Final = tuple(
-    tuple(f.name or "" for f in MariaDBGtidFlags if flags & f) for flags in range(256)
-)
+_GTID_FLAG_NAMES: Final = tuple(tuple(f.name or "" for f in MariaDBGtidFlags if flags & f) for flags in range(256))
 """``flags2`` byte -> names of its set flags (plain ints in the hot path: ``IntFlag`` operators are slow)."""
 
 MARIADB_GTID = Struct("<QIB")
