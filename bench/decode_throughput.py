@@ -156,7 +156,8 @@ def _run_child(kind: str, path: Path, cpu: int, port: int = 0, log_file: str = "
     done = subprocess.run(cmd, capture_output=True, text=True, check=False, cwd=ROOT)
     if done.returncode != 0:
         raise SystemExit(f"{kind} failed:\n{done.stderr[-4000:]}")
-    return json.loads(done.stdout.strip().splitlines()[-1])
+    result: Result = json.loads(done.stdout.strip().splitlines()[-1])
+    return result
 
 
 def _run_mariadb_binlog(tool: str, path: Path, cpu: int) -> Result:
@@ -212,7 +213,19 @@ def _default_cpu() -> int:
 
 
 def _median(results: list[Result], key: str) -> float:
-    return statistics.median(r[key] for r in results)
+    return float(statistics.median(r[key] for r in results))
+
+
+def _measure(kind: str, path: Path, prefix: Path, tool: str, server: ServedBinlog | None, cpu: int) -> Result:
+    """One run of one contender."""
+    if kind == "mariadb-binlog":
+        return _run_mariadb_binlog(tool, path, cpu)
+    if kind == "ours-prefix":
+        return _run_child("ours", prefix, cpu)
+    if kind == "pmr":
+        assert server is not None
+        return _run_child("pmr", path, cpu, server.server.port, server.log_file)
+    return _run_child(kind, path, cpu)
 
 
 def run(args: argparse.Namespace) -> Result:
@@ -236,18 +249,11 @@ def run(args: argparse.Namespace) -> Result:
             server = ServedBinlog(path, work_dir / "server").__enter__()
         for round_no in range(args.repeats):
             print(f"round {round_no + 1}/{args.repeats}", file=sys.stderr, flush=True)
-            order: list[tuple[str, Callable[[], Result]]] = [
-                ("walk", lambda: _run_child("walk", path, args.cpu)),
-                ("ours", lambda: _run_child("ours", path, args.cpu)),
-                ("mariadb-binlog", lambda: _run_mariadb_binlog(tool, path, args.cpu)),
-                ("framing", lambda: _run_child("framing", path, args.cpu)),
-                ("ours-prefix", lambda: _run_child("ours", prefix, args.cpu)),
-            ]
+            kinds = ["walk", "ours", "mariadb-binlog", "framing", "ours-prefix"]
             if server is not None and round_no < args.pmr_repeats:
-                port, log_file = server.server.port, server.log_file
-                order.insert(2, ("pmr", lambda: _run_child("pmr", path, args.cpu, port, log_file)))
-            for kind, measure in order:
-                result = measure()
+                kinds.insert(2, "pmr")
+            for kind in kinds:
+                result = _measure(kind, path, prefix, tool, server, args.cpu)
                 samples[kind].append(result)
                 print(f"  {kind:15s} {result['seconds']:8.2f} s", file=sys.stderr, flush=True)
     finally:

@@ -416,10 +416,10 @@ class Generator:
     def preload_statements(self) -> list[str]:
         """Multi-row INSERTs that fill this worker's share of the tables."""
         statements = []
-        for table in self.tables:
+        for number in self.tables:
             for first in range(1, SBTEST_ROWS + 1, PRELOAD_BATCH):
                 rows = ",".join(self.sb_row(i) for i in range(first, min(first + PRELOAD_BATCH, SBTEST_ROWS + 1)))
-                statements.append(f"INSERT INTO sbtest.sbtest{table} (id, k, c, pad) VALUES {rows}")
+                statements.append(f"INSERT INTO sbtest.sbtest{number} (id, k, c, pad) VALUES {rows}")
         for ids, build, table, columns in (
             (self.customers, self.customer_row, "customers", _CUSTOMER_COLUMNS),
             (self.orders, lambda i: self.order_row(i, self.pick_customer()), "orders", _ORDER_COLUMNS),
@@ -450,7 +450,7 @@ def _connect(port: int) -> Any:
 def _run_batch(cur: Any, sql: str) -> int:
     """Run a multi-statement query, read every result, return the summed affected-row counts."""
     cur.execute(sql)
-    affected = max(cur.rowcount, 0)
+    affected: int = max(cur.rowcount, 0)
     while cur.nextset():
         affected += max(cur.rowcount, 0)
     return affected
