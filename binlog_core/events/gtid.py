@@ -486,7 +486,33 @@ def decode_mariadb_gtid(event: Event) -> MariaDBGtidEvent:
     [flags_extra u8 | [extra_engines u8 -- MULTI_ENGINE] |
      [sa_seq_no u64 -- COMMIT_ALTER|ROLLBACK_ALTER] | [thread_id u32 -- THREAD_ID]]
     """
-    c = Cursor(event.body)
+    body = event.body
+    if (
+        len(body) == 19
+        and not body[12] & (_FL_GROUP_COMMIT_ID | _FL_XA)
+        and not body[13]
+        and not body[14:].strip(b"\x00")
+    ):
+        # the usual shape: no commit id, no XA, zero flags_extra and padding
+        seq_no, domain_id, flags = MARIADB_GTID.unpack_from(body, 0)
+        server_id = event.header.server_id
+        return MariaDBGtidEvent(
+            f"{domain_id}-{server_id}-{seq_no}",
+            domain_id,
+            server_id,
+            seq_no,
+            flags,
+            _GTID_FLAG_NAMES[flags],
+            None,
+            None,
+            None,
+            None,
+            0,
+            None,
+            None,
+            None,
+        )
+    c = Cursor(body)
     seq_no, domain_id, flags = c.unpack(MARIADB_GTID, "GTID")
     commit_id = xa_format = xa_gtrid = xa_bqual = None
     flags_extra = engines = sa_seq_no = thread_id = None
