@@ -349,9 +349,9 @@ def decode_stream(
     verify_checksums: bool = True,
 ) -> Iterator[DecodedEvent]:
     """Frame and decode every event of a binlog stream (see :func:`decode_file`)."""
-    decoder = BinlogDecoder(options)
+    decode = BinlogDecoder(options).decode
     for event in iter_events(stream, name, verify_checksums=verify_checksums):
-        yield decoder.decode(event)
+        yield decode(event)
 
 
 def decode_file(
@@ -367,7 +367,9 @@ def decode_file(
     """
     name = os.path.basename(os.fspath(path))
     with open(path, "rb") as stream:
-        yield from decode_stream(stream, name, options=options, verify_checksums=verify_checksums)
+        decode = BinlogDecoder(options).decode  # decode_stream inlined: one generator less per event
+        for event in iter_events(stream, name, verify_checksums=verify_checksums):
+            yield decode(event)
 
 
 __all__ = ["BinlogDecoder", "DecodedEvent", "MappedTable", "RowChange", "RowsEvent", "decode_file", "decode_stream"]
