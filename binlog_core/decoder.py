@@ -33,7 +33,7 @@ from binlog_core.errors import (
     UnknownTableIdError,
 )
 from binlog_core.event import Event, FormatDescription, checksum_error
-from binlog_core.events import UnknownEvent, decode_body
+from binlog_core.events import DECODERS, UnknownEvent, decode_body
 from binlog_core.framing import iter_events
 from binlog_core.rows import ROWS_KINDS, Row, RowPair, RowsEvent, TablePlan, decode_rows, decode_rows_header
 from binlog_core.table_map import TableMap, decode_table_map
@@ -248,6 +248,12 @@ class MappedTable:
     inner_index: int | None
 
 
+_TABLE_MAP = int(EventType.TABLE_MAP)
+_MARIADB_GTID = int(EventType.MARIADB_GTID)
+_PLAIN_BODIES = frozenset({int(EventType.ANNOTATE_ROWS), int(EventType.ROWS_QUERY), int(EventType.XID)})
+"""Frequent events whose bodies carry no GTID, status variables or state: no checks after decoding."""
+
+
 class BinlogDecoder:
     """Decodes the events of one file in order (create one per file)."""
 
@@ -267,10 +273,16 @@ class BinlogDecoder:
             return DecodedEvent(event, None, problems=[checksum_error(event)])
         type_code = event.type_code
         try:
-            if type_code == EventType.TABLE_MAP:
-                return self._table_map(event)
             if type_code in ROWS_KINDS:
                 return self._rows(event)
+            if type_code == _TABLE_MAP:
+                return self._table_map(event)
+            if type_code in _PLAIN_BODIES:
+                return DecodedEvent(event, DECODERS[type_code](event))
+            if type_code == _MARIADB_GTID:
+                body = DECODERS[type_code](event)
+                self.gtid = body.gtid  # type: ignore[attr-defined]
+                return DecodedEvent(event, body)
             return self._other(event)
         except TruncatedError as exc:
             # the event is complete (framing read all of it): a field running past its end is damage
