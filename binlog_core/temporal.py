@@ -98,29 +98,47 @@ def datetime2_text(buf: bytes, pos: int, fsp: int) -> str:
     return f"{year:04d}-{month:02d}-{day:02d} {hms >> 12:02d}:{(hms >> 6) & 63:02d}:{hms & 63:02d}" + _frac(micro, fsp)
 
 
+_TWO_DIGITS = tuple(f"{i:02d}" for i in range(100))
+_DATE_CACHE_LIMIT = 4096
+"""Distinct dates whose text each DATETIME2 converter keeps (OLTP rows share few dates)."""
+
+
 def datetime2_converter(fsp: int) -> Callable[[bytes], str]:
-    """:func:`datetime2_text` specialised for one precision, reading exactly ``5 + frac`` bytes."""
+    """:func:`datetime2_text` specialised for one precision, reading exactly ``5 + frac`` bytes.
+
+    The ``YYYY-MM-DD`` part is looked up in a small cache by its packed value and the
+    time of day is built from a table of two-digit strings (hour < 32, minute and second < 64).
+    """
     n = FRAC_BYTES[fsp]
     frac_bits = 8 * n
     frac_mask = (1 << frac_bits) - 1
     frac_sign = 1 << (frac_bits - 1) if n else 0
     scale = _FRAC_SCALE[fsp]
+    cut = fsp + 1
     from_bytes = int.from_bytes
+    two = _TWO_DIGITS
+    dates: dict[int, str] = {}
 
     def convert(raw: bytes) -> str:
         v = from_bytes(raw, "big")
         intpart = (v >> frac_bits) - DATETIMEF_INT_OFS
         if intpart < 0:
             raise MalformedError(f"negative DATETIME2 value {intpart}")
-        ymd, hms = intpart >> 17, intpart & 0x1FFFF
-        year, month = divmod(ymd >> 5, 13)
-        text = f"{year:04d}-{month:02d}-{ymd & 31:02d} {hms >> 12:02d}:{(hms >> 6) & 63:02d}:{hms & 63:02d}"
+        ymd = intpart >> 17
+        date = dates.get(ymd)
+        if date is None:
+            if len(dates) >= _DATE_CACHE_LIMIT:
+                dates.clear()
+            year, month = divmod(ymd >> 5, 13)
+            date = dates[ymd] = f"{year:04d}-{month:02d}-{ymd & 31:02d} "
+        hms = intpart & 0x1FFFF
+        text = f"{date}{two[hms >> 12]}:{two[(hms >> 6) & 63]}:{two[hms & 63]}"
         if not n:
             return text
         frac = v & frac_mask
         if frac & frac_sign:
-            frac -= frac_mask + 1
-        return text + _frac(frac * scale, fsp)
+            return text + _frac((frac - frac_mask - 1) * scale, fsp)
+        return text + f".{frac * scale:06d}"[:cut]
 
     return convert
 
