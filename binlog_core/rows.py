@@ -342,7 +342,7 @@ class ImageDecoder:
             _kind, prefix, convert = codec.inline
             body.append(_LENGTH_CODE[prefix])
             body.append("    e = pos + n")
-            body.append("    if e > len(buf): raise Fallback")
+            body.append("    if e > blen: raise Fallback")
             if convert is None:
                 body.append(f"    v{index} = buf[pos:e]")
             elif convert is utf8_decode:
@@ -355,6 +355,8 @@ class ImageDecoder:
             body.append("    pos = e")
         flush()
         body.append(f"    return ({', '.join(names)},), pos")
+        if any("blen" in line for line in body):
+            body.insert(0, "    blen = len(buf)")
         source = "def row(buf, pos):\n" + "\n".join(body) + "\n"
         exec(compile(source, f"<row image {len(self.compiled)}>", "exec"), env)
         return env["row"]  # type: ignore[return-value]
