@@ -24,7 +24,7 @@ Files that disappear from the listing keep their rows: bronze is the history of 
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, fields, replace
 from datetime import datetime
 from enum import StrEnum
 from typing import Any
@@ -35,7 +35,6 @@ from pyspark.sql import functions as F
 
 from conf import InputSettings
 from pipelines.bronze.framing import MAGIC_LEN, RESUMABLE_STATUSES
-from pipelines.bronze.schema import BINLOG_EVENTS, BINLOG_FILES
 from pipelines.storage import Lakehouse, Table
 
 BINLOG_FILES_TABLE = Table.bronze("binlog_files")
@@ -136,6 +135,15 @@ def _item(listed: ListedFile, decision: Decision, resume: PreviousFile | None = 
     )
 
 
+def _may_resume(listed: ListedFile, previous: PreviousFile) -> bool:
+    """Whether ``listed`` changed since ``previous`` in a way a resume may cover."""
+    return (
+        (previous.size, previous.modification_time) != (listed.size, listed.modification_time)
+        and previous.status in RESUMABLE_STATUSES
+        and MAGIC_LEN < previous.framed_until <= listed.size
+    )
+
+
 def decide(listed: ListedFile, previous: PreviousFile | None) -> WorkItem | None:
     """The work for one listed file, or None when it is unchanged (see the module docstring).
 
@@ -146,13 +154,7 @@ def decide(listed: ListedFile, previous: PreviousFile | None) -> WorkItem | None
         return _item(listed, Decision.NEW)
     if previous.size == listed.size and previous.modification_time == listed.modification_time:
         return None
-    resumable = (
-        previous.status in RESUMABLE_STATUSES
-        and previous.framed_until > MAGIC_LEN
-        and listed.size >= previous.framed_until
-        and previous.format_description is not None
-    )
-    if not resumable:
+    if not (_may_resume(listed, previous) and previous.format_description is not None):
         return _item(listed, Decision.CHANGED)
     return _item(listed, Decision.GROWN, previous)
 
@@ -174,40 +176,50 @@ def list_files(spark: SparkSession, settings: InputSettings) -> DataFrame:
     return reader.load(settings.path).select("path", "modificationTime", "length")
 
 
-_RESUME_COLUMNS = [f.name for f in fields(PreviousFile)][:-2]
+_FILE_COLUMNS = [f.name for f in fields(PreviousFile)][:-2]
 
 
-def _resume_state(lake: Lakehouse, previous: DataFrame) -> DataFrame:
-    """Per file of ``previous`` (file, framed_until): the FORMAT_DESCRIPTION and GTID of its last
-    event before ``framed_until`` (the state a resumed walk starts with)."""
-    events = lake.read_or_empty(BINLOG_EVENTS_TABLE, BINLOG_EVENTS).select(
-        "file", "offset", "inner_index", "format_description", "gtid"
-    )
+def _resume_state(lake: Lakehouse, resume_at: dict[str, int]) -> dict[str, tuple[str, str | None]]:
+    """Per file: the FORMAT_DESCRIPTION and GTID of its last event before ``resume_at[file]``
+    (the state a resumed walk starts with); files without such an event are left out."""
+    if not resume_at or not lake.exists(BINLOG_EVENTS_TABLE):
+        return {}
+    spark = lake.spark
+    points = spark.createDataFrame(list(resume_at.items()), "file string, framed_until long")
     order = F.struct(F.col("offset"), F.coalesce(F.col("inner_index"), F.lit(-1)))
-    return (
-        events.join(F.broadcast(previous.select("file", "framed_until")), "file")
+    rows = (
+        lake.read(BINLOG_EVENTS_TABLE)
+        .where(F.col("file").isin(sorted(resume_at)))
+        .select("file", "offset", "inner_index", "format_description", "gtid")
+        .join(F.broadcast(points), "file")
         .where(F.col("offset") < F.col("framed_until"))
         .groupBy("file")
-        .agg(
-            F.max_by("format_description", order).alias("format_description"),
-            F.max_by("gtid", order).alias("gtid"),
-        )
+        .agg(F.max_by(F.struct("format_description", "gtid"), order).alias("state"))
+        .collect()
     )
+    return {row.file: (row.state.format_description, row.state.gtid) for row in rows}
 
 
 def discover(spark: SparkSession, settings: InputSettings, lake: Lakehouse) -> list[WorkItem]:
-    """The work for this run: one item per new, grown or changed file, largest first."""
+    """The work for this run: one item per new, grown or changed file, most bytes to read first."""
     listed = [ListedFile(row.path, row.length, row.modificationTime) for row in list_files(spark, settings).collect()]
     if not listed:
         return []
-    names = [item.file for item in listed]
-    known = lake.read_or_empty(BINLOG_FILES_TABLE, BINLOG_FILES).where(F.col("file").isin(names))
-    candidates = known.where(F.col("status").isin(sorted(RESUMABLE_STATUSES)) & (F.col("framed_until") > MAGIC_LEN))
-    state = _resume_state(lake, candidates)
-    columns = [*_RESUME_COLUMNS, "format_description", "gtid"]
-    rows = known.join(state, "file", "left").select("file", *columns).collect()
-    previous = {row.file: PreviousFile(*(row[name] for name in columns)) for row in rows}
-    work = [item for f in listed if (item := decide(f, previous.get(f.file))) is not None]
+    known: dict[str, PreviousFile] = {}
+    if lake.exists(BINLOG_FILES_TABLE):
+        rows = (
+            lake.read(BINLOG_FILES_TABLE)
+            .where(F.col("file").isin([f.file for f in listed]))
+            .select("file", *_FILE_COLUMNS)
+            .collect()
+        )
+        known = {row.file: PreviousFile(*(row[name] for name in _FILE_COLUMNS)) for row in rows}
+    resume_at = {
+        f.file: known[f.file].framed_until for f in listed if f.file in known and _may_resume(f, known[f.file])
+    }
+    for file, (description, gtid) in _resume_state(lake, resume_at).items():
+        known[file] = replace(known[file], format_description=description, gtid=gtid)
+    work = [item for f in listed if (item := decide(f, known.get(f.file))) is not None]
     return sorted(work, key=lambda item: (-(item.size - item.start_offset), item.file))
 
 
