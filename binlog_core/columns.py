@@ -236,6 +236,7 @@ def _old_timestamp(column: Column, _ctx: _Context) -> ColumnCodec:
 
 _TEMPORAL2_CONVERTERS: dict[Callable[[bytes, int, int], str], Callable[[int], Callable[[bytes], str]]] = {
     temporal.datetime2_text: temporal.datetime2_converter,
+    temporal.timestamp2_text: temporal.timestamp2_converter,
 }
 """Renderers with a specialised per-precision converter from raw bytes."""
 

@@ -143,6 +143,43 @@ def datetime2_converter(fsp: int) -> Callable[[bytes], str]:
     return convert
 
 
+def timestamp2_converter(fsp: int) -> Callable[[bytes], str]:
+    """:func:`timestamp2_text` specialised for one precision, reading exactly ``4 + frac`` bytes.
+
+    The date is computed once per UTC day (``time.gmtime`` at midnight, cached) and the time of
+    day from the seconds left over; zero seconds with a zero fraction is the zero timestamp.
+    """
+    n = FRAC_BYTES[fsp]
+    frac_bits = 8 * n
+    frac_mask = (1 << frac_bits) - 1
+    frac_sign = 1 << (frac_bits - 1) if n else 0
+    scale = _FRAC_SCALE[fsp]
+    from_bytes = int.from_bytes
+    two = _TWO_DIGITS
+    days: dict[int, str] = {}
+
+    def convert(raw: bytes) -> str:
+        v = from_bytes(raw, "big")
+        seconds = v >> frac_bits
+        micro = 0
+        if n:
+            frac = v & frac_mask
+            micro = (frac - frac_mask - 1 if frac & frac_sign else frac) * scale
+        if seconds == 0 and micro == 0:
+            return "0000-00-00 00:00:00" + _frac(0, fsp)
+        day, rest = divmod(seconds, 86400)
+        date = days.get(day)
+        if date is None:
+            if len(days) >= _DATE_CACHE_LIMIT:
+                days.clear()
+            t = time.gmtime(day * 86400)
+            date = days[day] = f"{t.tm_year:04d}-{t.tm_mon:02d}-{t.tm_mday:02d} "
+        minutes, second = divmod(rest, 60)
+        return f"{date}{two[minutes // 60]}:{two[minutes % 60]}:{two[second]}" + _frac(micro, fsp)
+
+    return convert
+
+
 def time2_text(buf: bytes, pos: int, fsp: int) -> str:
     """TIME2 at ``pos`` (3 + frac bytes; the caller checked they are there).
 
