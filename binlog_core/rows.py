@@ -147,19 +147,27 @@ def _extra_info(c: Cursor, op: str) -> tuple[ExtraRowInfo, ...]:
     return tuple(out)
 
 
+_FAST_HEADER: dict[int, tuple[RowsKind, int, bool]] = {
+    code: (kind, kind.version, kind.has_after_bitmap)
+    for code, kind in ROWS_KINDS.items()
+    if kind.version and not kind.compressed
+}
+"""Rows event types the header fast path reads: kind, version, second bitmap."""
+
 _ID_FLAGS = Struct("<IHH")
 """table_id u48 as low u32 and high u16, then flags u16: the common v1/v2 post-header."""
 
 
 def decode_rows_header(body: bytes, type_code: int, fde: FormatDescription) -> RowsEvent:
     """Decode a rows event's header (its rows stay bytes until a table plan reads them)."""
-    kind = ROWS_KINDS[type_code]
     # fast path for the usual shapes: 6-byte table id, no v2 extra row info, fewer than 251
     # columns, uncompressed; anything else (and any short body) takes the general reader below
-    if kind.version and not kind.compressed and len(body) > 12 and fde.post_header_len(type_code) != 6:
+    fast = _FAST_HEADER.get(type_code)
+    if fast is not None and len(body) > 12 and fde.post_header_len(type_code) != 6:
+        kind, version, has_after_bitmap = fast
         low, high, flags = _ID_FLAGS.unpack_from(body, 0)
         pos = 8
-        if kind.version == 2:
+        if version == 2:
             if body[8] != 2 or body[9] != 0:
                 return _decode_rows_header(body, type_code, kind, fde)
             pos = 10
@@ -169,7 +177,7 @@ def decode_rows_header(body: bytes, type_code: int, fde: FormatDescription) -> R
             pos += 1
             rows_at = pos + nbytes
             before = body[pos:rows_at]
-            if kind.has_after_bitmap:
+            if has_after_bitmap:
                 after = body[rows_at : rows_at + nbytes]
                 rows_at += nbytes
             else:
@@ -178,7 +186,7 @@ def decode_rows_header(body: bytes, type_code: int, fde: FormatDescription) -> R
                 return RowsEvent(
                     type_code, kind, high << 32 | low, flags, (), num_columns, before, after, body, rows_at
                 )
-    return _decode_rows_header(body, type_code, kind, fde)
+    return _decode_rows_header(body, type_code, ROWS_KINDS[type_code], fde)
 
 
 def _decode_rows_header(body: bytes, type_code: int, kind: RowsKind, fde: FormatDescription) -> RowsEvent:
