@@ -2,14 +2,15 @@
 
 ::
 
-    .venv/bin/python bench/make_oltp_binlog.py --size-mib 256 --out bench/out/oltp [--seed N] [--keep-server]
+    .venv/bin/python bench/make_oltp_binlog.py --size-mib 256 --annotate [--out .cache/bench/oltp] [--seed N]
+        [--workers 2] [--keep-server]
 
 The server (``tests.harness.mariadb.MariaDBServer``) runs with ``binlog_format=ROW``,
 ``binlog_row_image=FULL``, ``binlog_row_metadata=FULL``, ``binlog_checksum=CRC32`` and
 ``max_binlog_size=1G`` (the largest the server allows), so up to 1 GiB lands in one file; bigger
-targets roll over into more files of about 1 GiB. Everything else about binary logging is left at
-the server's defaults, including ``binlog_annotate_row_events=ON`` (each rows event is preceded by
-an ANNOTATE_ROWS event holding the statement text, as on a production MariaDB).
+targets roll over into more files of about 1 GiB. ``--annotate`` sets
+``binlog_annotate_row_events=ON`` (each rows event is preceded by an ANNOTATE_ROWS event holding the
+statement text, as on a production MariaDB); without it the statements are not logged.
 
 Schema: ``sbtest.sbtest1..8`` as sysbench creates them (``id INT PK AUTO_INCREMENT, k INT,
 c CHAR(120), pad CHAR(60)``, index on ``k``) and two wider tables, ``shop.customers`` and
@@ -24,18 +25,18 @@ logging switched off for the session, so the file holds the DDL and then only th
   bulk shipping (UPDATE ... WHERE id IN (...)), cancellations (DELETE + UPDATE), customer
   logins and profile changes.
 
-The mix writes about 400 bytes of binlog per row change. Several connections (one process each)
-run the workload on disjoint tables and rows, one transaction per round trip (all its statements
-sent at once), with ``innodb_flush_log_at_trx_commit=0`` and ``sync_binlog=0``. The statements are
-fully determined by ``--seed`` (timestamps come from a simulated clock); the interleaving of the
-connections and the event timestamps are not.
+The mix writes about 480 bytes of binlog per row change with ``--annotate``. Several connections
+(one process each) run the workload on disjoint tables and rows, one transaction per round trip
+(all its statements sent at once), with ``innodb_flush_log_at_trx_commit=0`` and ``sync_binlog=0``.
+The statements are fully determined by ``--seed`` (timestamps come from a simulated clock); the
+interleaving of the connections and the event timestamps are not.
 
 When the binlog files reach the target size the workers stop, the server is shut down, and the
 binlog files are copied to ``--out``. The script prints their size, event counts by type, and the
 number of row changes (counted independently by ``mariadb-binlog -vv``), and writes them to
 ``--out/summary.json``. With ``--keep-server`` the server's whole directory (data, binlog files and
-index) is kept at ``--out/server`` so that ``decode_throughput.py --server-dir`` can stream the same
-file from a live server; otherwise it is deleted.
+index) is kept at ``--out/server``; otherwise it is deleted. (``decode_throughput.py`` does not need
+it: it serves the copied file from a server of its own.)
 """
 
 from __future__ import annotations
@@ -638,7 +639,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Parse arguments, generate the binlog and print the summary."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--size-mib", type=float, default=256.0, help="target binlog size in MiB (default 256)")
-    parser.add_argument("--out", type=Path, default=Path("bench/out/oltp"), help="folder for the binlog files")
+    parser.add_argument("--out", type=Path, default=Path(".cache/bench/oltp"), help="folder for the binlog files")
     parser.add_argument("--seed", type=int, default=DEFAULT_SEED, help=f"workload seed (default {DEFAULT_SEED})")
     parser.add_argument("--workers", type=int, default=2, help="workload connections (default 2, at most 8)")
     parser.add_argument(
