@@ -47,7 +47,7 @@ from pipelines.gold.transforms import (
     table_layout,
     typed_changes,
 )
-from pipelines.progress import PROGRESS, file_predicate, pending_files, progress_table, record_progress
+from pipelines.progress import file_predicate, pending_files, record_progress
 from pipelines.storage import Lakehouse, Layer, Table
 
 EVENTS = Table.bronze("binlog_events")
@@ -81,7 +81,8 @@ class GoldOutput:
     tables: dict[str, DataFrame]
     quarantine: DataFrame
     stale_tables: list[str] = field(default_factory=list)
-    """Existing gold tables this build does not fill but which may hold rows of ``files``."""
+    """Existing gold tables this build does not fill that hold rows of ``files`` (a file rewritten
+    in place that no longer changes their source table): ``write_gold`` removes those rows."""
 
 
 def decode_options(cfg: AppConfig) -> DecodeOptions:
@@ -104,12 +105,14 @@ def build_gold(spark: SparkSession, cfg: AppConfig, lake: Lakehouse) -> GoldOutp
     changes = changes_of(decoded).persist()
     quarantine = problems_of(decoded).persist()
     tables = typed_tables(lake, changes)
-    built_before = lake.read_or_empty(progress_table(Layer.GOLD), PROGRESS).where(predicate).limit(1).count() > 0
-    stale: list[str] = []
-    if built_before:
-        stale = [
-            n for n in lake.tables(Layer.GOLD) if n not in tables and n != CHANGES_TABLE.name and not n.startswith("_")
-        ]
+    stale = [
+        name
+        for name in lake.tables(Layer.GOLD)
+        if name not in tables
+        and name != CHANGES_TABLE.name
+        and not name.startswith("_")
+        and lake.read(Table.gold(name)).where(predicate).limit(1).count() > 0
+    ]
     return GoldOutput(files, changes, tables, quarantine, stale)
 
 

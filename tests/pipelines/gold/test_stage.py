@@ -1,0 +1,302 @@
+"""The gold stage over real MariaDB binlogs, against the recorded truth and the file decoder.
+
+Inputs: bronze ``binlog_events``/``binlog_files`` and silver ``table_maps`` of three fixture
+files -- every column type at its limits (``full`` file 1), DDL mid-stream (``full`` file 3)
+and MINIMAL row images (``minimal_image`` file 3) -- built with ``binlog_core`` in the shapes
+those layers store.  Gold is built and written once for the module.
+"""
+
+from __future__ import annotations
+
+import json
+import struct
+from collections.abc import Iterator
+from dataclasses import dataclass
+from decimal import Decimal
+from pathlib import Path
+from typing import Any
+
+import pytest
+from pyspark.sql import Column, DataFrame, Row, SparkSession
+from pyspark.sql import functions as F
+from pyspark.sql.types import StructType, TimestampType
+
+from binlog_core.decoder import decode_file
+from binlog_core.render import render_change
+from conf import StorageSettings
+from conf.models import AppConfig
+from pipelines.gold.stage import GoldOutput, build_gold, write_gold
+from pipelines.gold.types import conversion_of, spark_type, type_suffix
+from pipelines.progress import BINLOG_FILES_TABLE
+from pipelines.storage import Lakehouse, Layer, Table
+from tests.fixtures.recorder import BINARY_TYPES, GEOMETRY_TYPES, PLUGIN_BINARY_TYPES, Change
+from tests.fixtures.truth import Variant, expected_images, load_variant, mismatch
+from tests.pipelines.gold.inputs import write_inputs
+
+FULL = load_variant("full")
+MINIMAL = load_variant("minimal_image")
+CHOSEN: list[tuple[Variant, list[str]]] = [
+    (FULL, ["mysql-bin.000001", "mysql-bin.000003"]),
+    (MINIMAL, ["mysql-bin.000003"]),
+]
+PATHS = [variant.directory / name for variant, names in CHOSEN for name in names]
+ORDER = ["file", "offset", "inner_index", "row_index"]
+
+
+@dataclass
+class Built:
+    lake: Lakehouse
+    cfg: AppConfig
+    out: GoldOutput
+    changes: list[Row]
+
+
+@pytest.fixture(scope="module")
+def built(spark: SparkSession, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Built]:
+    root = tmp_path_factory.mktemp("gold_lake")
+    lake = Lakehouse(spark, StorageSettings(root=str(root), register_tables=False))
+    write_inputs(spark, lake, PATHS)
+    cfg = AppConfig.model_validate({"input": {"path": str(FULL.directory)}, "storage": {"root": str(root)}})
+    out = build_gold(spark, cfg, lake)
+    write_gold(lake, out)
+    changes = lake.read(Table.gold("changes")).orderBy(*ORDER).collect()
+    yield Built(lake, cfg, out, changes)
+    out.changes.unpersist()
+
+
+def _truth(variant: Variant, names: list[str]) -> list[Change]:
+    return [c for c in variant.changes if c.file in names]
+
+
+def _rows_of(built: Built, variant: Variant, names: list[str]) -> list[Row]:
+    paths = {str(variant.directory / n) for n in names}
+    return [r for r in built.changes if r.file in paths]
+
+
+def _decoded_value(column_type: str, value: Any) -> Any:
+    """The decoder's kind of value behind a rendered JSON value (binary strings back to bytes)."""
+    binary = column_type in BINARY_TYPES or column_type in GEOMETRY_TYPES or column_type in PLUGIN_BINARY_TYPES
+    if binary and isinstance(value, str) and value.startswith("hex:"):
+        return bytes.fromhex(value[4:])
+    return value
+
+
+def test_gold_builds_every_pending_file_and_one_table_per_source_table(built: Built) -> None:
+    assert built.out.files == sorted(str(p) for p in PATHS)
+    assert sorted(built.out.tables) == [
+        "fixture__t_binary",
+        "fixture__t_bityear",
+        "fixture__t_decimal",
+        "fixture__t_enumset",
+        "fixture__t_evolve",
+        "fixture__t_evolved",
+        "fixture__t_inet_uuid",
+        "fixture__t_int",
+        "fixture__t_json_geo",
+        "fixture__t_string",
+        "fixture__t_temporal",
+    ]
+    assert built.lake.read(Table.bronze("quarantine")).where("stage = 'gold'").count() == 0
+
+
+def test_changes_agree_with_the_file_decoder_row_for_row(built: Built) -> None:
+    want = [render_change(c) for path in PATHS for item in decode_file(path) for c in item.rows]
+    got = [
+        {
+            "file": r.file_name,
+            "offset": r.offset,
+            "inner_index": r.inner_index,
+            "row_index": r.row_index,
+            "event_type": r.event_type,
+            "gtid": r.gtid,
+            "timestamp": int(r.commit_timestamp.timestamp()),
+            "server_id": r.server_id,
+            "schema": r.schema_name,
+            "table": r.table_name,
+            "table_id": r.table_id,
+            "op": r.op,
+            "before": None if r.before is None else json.loads(r.before),
+            "after": None if r.after is None else json.loads(r.after),
+        }
+        for r in built.changes
+    ]
+    assert len(got) == len(want) == 20 + 61 + 20
+    assert got == want
+
+
+@pytest.mark.parametrize(("variant", "names"), CHOSEN, ids=["full", "minimal_image"])
+def test_changes_equal_the_recorded_truth_in_order_with_names_and_values(
+    built: Built, variant: Variant, names: list[str]
+) -> None:
+    truth = _truth(variant, names)
+    rows = _rows_of(built, variant, names)
+    assert [(r.file_name, r.op, r.schema_name, r.table_name) for r in rows] == [
+        (t.file, t.op, t.shape.schema, t.shape.table) for t in truth
+    ]
+    failures: list[str] = []
+    for row, change in zip(rows, truth, strict=True):
+        assert list(row.column_names) == change.shape.names, f"seq {change.seq}"
+        want_before, want_after = expected_images(variant, change)
+        for side, image_json, want, values, absent in (
+            ("before", row.before, want_before, change.before, row.absent_before),
+            ("after", row.after, want_after, change.after, row.absent_after),
+        ):
+            if want is None:
+                assert image_json is None, f"seq {change.seq} {side}"
+                continue
+            image = json.loads(image_json)
+            assert list(image) == want, f"seq {change.seq} {side}"
+            assert list(absent) == [n for n in change.shape.names if n not in want], f"seq {change.seq} {side}"
+            assert values is not None
+            for column in change.shape.columns:
+                if column.name not in image:
+                    continue
+                rendered = image[column.name]
+                decoded = _decoded_value(column.data_type, rendered)
+                problem = mismatch(column, decoded, rendered, values[column.name])
+                if problem:
+                    failures.append(f"seq {change.seq} {side} {column.name}: {problem}")
+    assert failures == []
+
+
+def _typed_matches(kind: str, typed: Any, raw: Any, truth: Any) -> bool:
+    """Whether a typed gold value (and its ``__raw`` companion) is the recorded MySQL value."""
+    conversion = conversion_of(kind)
+    if truth is None:
+        return typed is None and raw is None
+    if conversion in ("timestamp", "date"):
+        if typed is None:
+            return bool(raw == truth)
+        text = typed.isoformat() if conversion == "date" else typed
+        return bool(raw is None and text[: len(truth)] == truth)
+    if conversion == "decimal":
+        return bool((format(typed, "f") if isinstance(typed, Decimal) else typed) == truth)
+    if conversion == "float":
+        return struct.pack("<f", typed) == struct.pack("<f", truth)
+    if conversion == "bit":
+        return bool(typed & (1 << 64) - 1 == truth)
+    if conversion == "binary":
+        return bool("hex:" + bytes(typed).hex() == truth)
+    if conversion == "int":
+        return bool(int(typed) == truth)
+    return bool(typed == truth) and raw is None
+
+
+def _timestamps_as_text(frame: DataFrame) -> list[Column]:
+    """The frame's columns with timestamps inside ``before``/``after`` as text (Python's datetime
+    cannot hold year 1 at UTC midnight, which Spark can)."""
+    out: list[Column] = []
+    for top in frame.schema.fields:
+        if top.name not in ("before", "after"):
+            out.append(F.col(top.name))
+            continue
+        assert isinstance(top.dataType, StructType)
+        fields = [
+            F.date_format(F.col(top.name)[f.name], "yyyy-MM-dd HH:mm:ss.SSSSSS").alias(f.name)
+            if isinstance(f.dataType, TimestampType)
+            else F.col(top.name)[f.name].alias(f.name)
+            for f in top.dataType.fields
+        ]
+        out.append(F.when(F.col(top.name).isNotNull(), F.struct(*fields)).alias(top.name))
+    return out
+
+
+def test_every_typed_value_is_the_recorded_value(built: Built) -> None:
+    names = ["mysql-bin.000001", "mysql-bin.000003"]
+    changes = _rows_of(built, FULL, names)
+    kinds = {(r.file, r.offset, r.row_index): dict(zip(r.column_names, r.column_kinds, strict=True)) for r in changes}
+    expected = {(r.file, r.offset, r.row_index): t for r, t in zip(changes, _truth(FULL, names), strict=True)}
+    failures: list[str] = []
+    checked = 0
+    for name, frame in built.out.tables.items():
+        fields = frame.schema["after"].dataType
+        assert isinstance(fields, StructType)
+        rows = frame.where(F.col("file").contains("/full/")).select(*_timestamps_as_text(frame)).collect()
+        for row in rows:
+            key = (row.file, row.offset, row.row_index)
+            change = expected[key]
+            assert row.op == change.op
+            for side, values in (("before", change.before), ("after", change.after)):
+                image = row[side]
+                if values is None:
+                    assert image is None
+                    continue
+                for column, kind in kinds[key].items():
+                    target = column if fields[column].dataType == spark_type(kind) else column + type_suffix(kind)
+                    raw = image.asDict().get(target + "__raw")
+                    checked += 1
+                    if not _typed_matches(kind, image[target], raw, values[column]):
+                        failures.append(f"{name} seq {change.seq} {side}.{target} ({kind}): {image[target]!r}")
+    assert failures == []
+    sides = [v for t in _truth(FULL, names) for v in (t.before, t.after) if v is not None]
+    assert checked == sum(len(v) for v in sides)
+
+
+def test_typed_tables_keep_zero_dates_recoverable_and_unsigned_values_exact(built: Built) -> None:
+    temporal = built.out.tables["fixture__t_temporal"].where("after.id = 1").select("after.*").first()
+    assert temporal is not None
+    assert (temporal.dt, temporal.dt__raw) == (None, "0000-00-00")
+    assert (temporal.dtm6, temporal.dtm6__raw) == (None, "0000-00-00 00:00:00.000000")
+    assert temporal.t6 == "00:00:00.000000"
+    partial = built.out.tables["fixture__t_temporal"].where("after.id = 4").select("after.*").first()
+    assert partial is not None
+    assert (partial.dt, partial.dt__raw, partial.dtm0__raw) == (None, "2020-00-15", "2020-00-00 12:34:56")
+    assert partial.t1 == "-00:00:01.5"
+    ints = built.out.tables["fixture__t_int"].where("after.id = 2").select("after.*").first()
+    assert ints is not None
+    assert (ints.ti_u, ints.i_u, ints.bi_u) == (255, 4294967295, Decimal("18446744073709551615"))
+    bits = built.out.tables["fixture__t_bityear"].where("after.id = 2").select("after.*").first()
+    assert bits is not None
+    assert (bits.b64, bits.y) == (-1, 2155)
+
+
+def test_a_column_whose_type_changes_fills_a_new_field_and_history_stays(built: Built) -> None:
+    evolve = built.lake.read(Table.gold("fixture__t_evolve"))
+    after = evolve.schema["after"].dataType
+    assert after.simpleString() == (
+        "struct<id:int,a:int,b:string,b__raw:binary,c:date,c__raw:string,z:tinyint,m:string,m__raw:binary,"
+        "a__bigint:bigint,m2:string,m2__raw:binary,m3:string,m3__raw:binary>"
+    )
+    full = evolve.where(F.col("file").contains("/full/")).orderBy(*ORDER)
+    values = [(r.a, r.a__bigint) for r in full.select("after.a", "after.a__bigint").collect()]
+    assert values[:4] == [(10, None), (20, None), (30, None), (40, None)]
+    assert any(a is None and big is not None for a, big in values)
+
+
+def test_minimal_images_name_their_absent_columns(built: Built) -> None:
+    evolve = built.lake.read(Table.gold("fixture__t_evolve")).where(F.col("file").contains("/minimal_image/"))
+    updates = evolve.where("op = 'update'").orderBy(*ORDER).select("absent_columns", "before.id", "before.b").first()
+    assert updates is not None
+    assert updates.id is not None and updates.b is None
+    assert "b" in updates.absent_columns.before
+
+
+def test_a_second_build_writes_nothing_new(built: Built, spark: SparkSession) -> None:
+    versions = {t: _version(spark, built.lake, t) for t in ("changes", "fixture__t_int")}
+    again = build_gold(spark, built.cfg, built.lake)
+    write_gold(built.lake, again)
+    assert again.files == []
+    assert {t: _version(spark, built.lake, t) for t in versions} == versions
+
+
+def test_a_file_pending_again_is_rebuilt_to_the_same_rows(built: Built, spark: SparkSession) -> None:
+    files = built.lake.read(BINLOG_FILES_TABLE)
+    target = str(PATHS[-1])
+    changed = files.withColumn(
+        "prefix_sha256", F.when(F.col("file") == target, F.lit("rewritten")).otherwise(F.col("prefix_sha256"))
+    )
+    built.lake.overwrite(changed.localCheckpoint(), BINLOG_FILES_TABLE)
+    again = build_gold(spark, built.cfg, built.lake)
+    assert again.files == [target]
+    assert sorted(again.tables) == ["fixture__t_evolve", "fixture__t_evolved"]
+    assert again.stale_tables == []
+    write_gold(built.lake, again)
+    assert built.lake.read(Table.gold("changes")).orderBy(*ORDER).collect() == built.changes
+    evolve_rows = [t for v, n in CHOSEN for t in _truth(v, n) if t.shape.table == "t_evolve"]
+    assert built.lake.read(Table.gold("fixture__t_evolve")).count() == len(evolve_rows)
+    assert built.lake.read(Table(Layer.GOLD, "_progress")).count() == len(PATHS)
+
+
+def _version(spark: SparkSession, lake: Lakehouse, name: str) -> int:
+    path = Path(lake.path(Table.gold(name)))
+    return len(list((path / "_delta_log").glob("*.json")))
