@@ -503,7 +503,8 @@ def count_row_changes(path: Path) -> dict[str, int]:
         while block := proc.stdout.read(1 << 20):
             data = tail + block
             for op, pattern in patterns.items():
-                counts[op] += data.count(pattern)
+                # a match lying wholly inside the carried-over tail was counted with the block before
+                counts[op] += data.count(pattern) - tail.count(pattern)
             tail = data[-keep:]
     if proc.returncode != 0:
         raise SystemExit(f"{' '.join(cmd)} failed with exit code {proc.returncode}")
