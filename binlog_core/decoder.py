@@ -248,6 +248,12 @@ class MappedTable:
     inner_index: int | None
 
 
+_new = object.__new__
+_set_map = vars(MappedTable)["table_map"].__set__
+_set_plan = vars(MappedTable)["plan"].__set__
+_set_map_offset = vars(MappedTable)["offset"].__set__
+_set_map_inner = vars(MappedTable)["inner_index"].__set__
+
 _TABLE_MAP = int(EventType.TABLE_MAP)
 _MARIADB_GTID = int(EventType.MARIADB_GTID)
 _PLAIN_BODIES = frozenset({int(EventType.ANNOTATE_ROWS), int(EventType.ROWS_QUERY), int(EventType.XID)})
@@ -299,7 +305,12 @@ class BinlogDecoder:
                 self._plans.clear()
             cached = self._plans[event.body] = (table_map, TablePlan(table_map, self.options, event.fde))
         table_map, plan = cached
-        self.in_force[table_map.table_id] = MappedTable(table_map, plan, event.offset, event.inner_index)
+        mapped = _new(MappedTable)  # MappedTable(...) without the frozen dataclass's per-field __setattr__
+        _set_map(mapped, table_map)
+        _set_plan(mapped, plan)
+        _set_map_offset(mapped, event.offset)
+        _set_map_inner(mapped, event.inner_index)
+        self.in_force[table_map.table_id] = mapped
         return DecodedEvent(event, table_map)
 
     def _rows(self, event: Event) -> DecodedEvent:
