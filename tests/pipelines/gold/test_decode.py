@@ -1,0 +1,104 @@
+"""Rows events decoded one by one with the table map given beside them (no Spark session)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from binlog_core.decoder import BinlogDecoder, decode_file
+from binlog_core.framing import iter_events
+from binlog_core.render import render_change
+from binlog_core.rows import ROWS_KINDS, decode_rows_header
+from pipelines.gold.decode import RowsDecoder
+from tests.fixtures.truth import FIXTURES
+
+DDL_FILE = FIXTURES / "full" / "mysql-bin.000003"
+
+
+def _inputs(path: Path) -> list[dict[str, Any]]:
+    """ROWS_INPUT rows of a file, each with the map the file decoder has in force for it."""
+    decoder = BinlogDecoder()
+    bodies: dict[tuple[int, int | None], tuple[bytes, str]] = {}
+    out: list[dict[str, Any]] = []
+    with open(path, "rb") as stream:
+        for event in iter_events(stream, path.name):
+            if event.type_code in ROWS_KINDS:
+                table_id = decode_rows_header(event.body, event.type_code, event.fde).table_id
+                mapped = decoder.in_force.get(table_id)
+                body, fde = bodies[(mapped.offset, mapped.inner_index)] if mapped else (None, None)
+                out.append(
+                    {
+                        "file": str(path),
+                        "file_name": path.name,
+                        "offset": event.offset,
+                        "inner_index": event.inner_index,
+                        "timestamp": event.header.timestamp,
+                        "event_type": event.type_code,
+                        "server_id": event.header.server_id,
+                        "gtid": decoder.gtid,
+                        "body": event.body,
+                        "format_description": event.fde.to_json(),
+                        "map_body": body,
+                        "map_format_description": fde,
+                        "fallback_names": None,
+                    }
+                )
+            else:
+                bodies[(event.offset, event.inner_index)] = (event.body, event.fde.to_json())
+            decoder.decode(event)
+    return out
+
+
+def test_each_rows_event_decodes_alone_to_what_the_file_decoder_gives() -> None:
+    decoder = RowsDecoder()
+    got = [row for event in _inputs(DDL_FILE) for row in decoder.decode_event(event)]
+    want = [render_change(c) for item in decode_file(DDL_FILE) for c in item.rows]
+    assert [r["kind"] for r in got] == ["change"] * len(want)
+    assert [
+        {
+            "file": r["file_name"],
+            "offset": r["offset"],
+            "inner_index": r["inner_index"],
+            "row_index": r["row_index"],
+            "event_type": r["event_type"],
+            "gtid": r["gtid"],
+            "timestamp": r["timestamp"],
+            "server_id": r["server_id"],
+            "schema": r["schema_name"],
+            "table": r["table_name"],
+            "table_id": r["table_id"],
+            "op": r["op"],
+            "before": None if r["before"] is None else json.loads(r["before"]),
+            "after": None if r["after"] is None else json.loads(r["after"]),
+        }
+        for r in got
+    ] == want
+
+
+def test_a_rows_event_without_a_table_map_is_one_unknown_table_id_problem_and_no_row() -> None:
+    event = {**_inputs(DDL_FILE)[0], "map_body": None, "map_format_description": None}
+    rows = RowsDecoder().decode_event(event)
+    assert [(r["kind"], r["code"], r["severity"], r["problem_body"]) for r in rows] == [
+        ("problem", "UNKNOWN_TABLE_ID", "error", event["body"])
+    ]
+    assert rows[0]["message"].endswith("has no TABLE_MAP in force in this file")
+
+
+def test_a_rows_event_cut_short_is_a_malformed_problem_naming_the_row_and_column() -> None:
+    event = _inputs(DDL_FILE)[0]
+    rows = RowsDecoder().decode_event({**event, "body": event["body"][:-3]})
+    assert [(r["kind"], r["code"]) for r in rows] == [("problem", "MALFORMED")]
+    assert rows[0]["path"] == "WRITE_ROWS_V1 -> row 2 -> col 3 b"
+
+
+def test_names_from_the_schema_history_are_used_when_the_map_carries_none() -> None:
+    path = FIXTURES / "metadata_nolog" / "mysql-bin.000003"
+    event = _inputs(path)[0]
+    plain = RowsDecoder().decode_event(event)[0]
+    names = [f"c{i}" for i in range(len(plain["column_names"]))]
+    named = RowsDecoder().decode_event({**event, "fallback_names": names})[0]
+    assert plain["column_names"] == [f"@{i + 1}" for i in range(len(names))]
+    assert named["column_names"] == names
+    assert list(json.loads(named["after"])) == names
+    assert list(json.loads(named["after"]).values()) == list(json.loads(plain["after"]).values())
