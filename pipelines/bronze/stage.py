@@ -7,7 +7,8 @@
 
 Framing runs in Spark tasks, one file per task (largest first, or a few small files packed
 together), each streaming its file through :func:`pipelines.bronze.framing.frame_file`; the
-framed rows are persisted on disk so that the gates and the three writes read them once.
+framed rows are stored on local disk (an eager local checkpoint, row by row, so memory does
+not depend on file or event sizes) and the gates and the three writes read them from there.
 
 Idempotence: ``binlog_files`` is written last and is what the next run compares against.
 New and changed files replace all their rows (``file IN (...)``); a grown file replaces its
@@ -19,6 +20,7 @@ rows again.
 
 from __future__ import annotations
 
+import contextlib
 from dataclasses import dataclass, field
 
 from pyspark import StorageLevel
@@ -49,7 +51,7 @@ MAX_TASKS = 512
 
 @dataclass
 class BronzeOutput:
-    """What a bronze run frames; the frames are persisted until :meth:`unpersist`."""
+    """What a bronze run frames; the frames are read from local disk until :meth:`unpersist`."""
 
     files: list[str]
     binlog_files: DataFrame
@@ -62,9 +64,13 @@ class BronzeOutput:
     framed: DataFrame | None = None
 
     def unpersist(self) -> None:
-        """Release the cached framing result."""
-        if self.framed is not None:
-            self.framed.unpersist()
+        """Release the framing result stored on local disk (else freed when the session drops it)."""
+        if self.framed is None:
+            return
+        # another plan shape (e.g. Spark Connect): Spark's cleaner frees the blocks later
+        with contextlib.suppress(Exception):
+            self.framed._jdf.queryExecution().logical().rdd().unpersist(False)
+        self.framed = None
 
 
 def _quote(value: str) -> str:
@@ -131,7 +137,9 @@ def build_bronze(spark: SparkSession, cfg: AppConfig, lake: Lakehouse) -> Bronze
                 batch_bytes=DEFAULT_BATCH_BYTES,
             )
         )
-        .persist(StorageLevel.DISK_ONLY)
+        # rows are stored one by one on local disk (a cache's column batches would hold 10 000
+        # rows, however large their bodies, in memory); eager: framing runs here, once
+        .localCheckpoint(eager=True, storageLevel=StorageLevel.DISK_ONLY)
     )
     summaries = framed.transform(framed_summaries).select("file", "resumed_from").collect()
     resumed = {row.file: row.resumed_from for row in summaries if row.resumed_from > 0}
