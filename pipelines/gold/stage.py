@@ -105,15 +105,18 @@ def build_gold(spark: SparkSession, cfg: AppConfig, lake: Lakehouse) -> GoldOutp
     changes = changes_of(decoded).persist()
     quarantine = problems_of(decoded).persist()
     tables = typed_tables(lake, changes)
-    stale = [
-        name
-        for name in lake.tables(Layer.GOLD)
-        if name not in tables
-        and name != CHANGES_TABLE.name
-        and not name.startswith("_")
-        and lake.read(Table.gold(name)).where(predicate).limit(1).count() > 0
-    ]
+    stale = stale_tables(lake, predicate, set(tables))
     return GoldOutput(files, changes, tables, quarantine, stale)
+
+
+def stale_tables(lake: Lakehouse, predicate: str, filled: set[str]) -> list[str]:
+    """Gold tables holding rows of the files in ``predicate`` (as ``changes`` stores them now) that
+    the new build does not fill: their rows of those files must go."""
+    if not lake.exists(CHANGES_TABLE):
+        return []
+    before = lake.read(CHANGES_TABLE).where(predicate).select("schema_name", "table_name").distinct().collect()
+    names = {gold_table_name(row.schema_name, row.table_name) for row in before}
+    return sorted(name for name in names - filled if lake.exists(Table.gold(name)))
 
 
 def typed_tables(lake: Lakehouse, changes: DataFrame) -> dict[str, DataFrame]:
@@ -161,4 +164,4 @@ def write_gold(lake: Lakehouse, out: GoldOutput) -> None:
     record_progress(lake, Layer.GOLD, out.files)
 
 
-__all__ = ["GoldOutput", "build_gold", "decode_options", "typed_tables", "write_gold"]
+__all__ = ["GoldOutput", "build_gold", "decode_options", "stale_tables", "typed_tables", "write_gold"]

@@ -1,84 +1,61 @@
-"""Bronze- and silver-shaped inputs for gold tests, built from fixture binlogs with binlog_core.
+"""Bronze- and silver-shaped inputs for gold tests, built from fixture binlogs.
 
-Each bronze ``binlog_events`` row is what bronze stores for an event (``BINLOG_EVENTS``); each
-silver ``table_maps`` row carries the columns gold reads (``TABLE_MAP_COLUMNS``).
+The ``binlog_events`` rows are bronze's own framing of the file (``pipelines.bronze.framing``);
+each silver ``table_maps`` row carries the columns gold reads (``TABLE_MAP_COLUMNS``), decoded
+with ``binlog_core``.
 """
 
 from __future__ import annotations
 
 import hashlib
 import os
+from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 from pyspark.sql import SparkSession
 
 from binlog_core.constants import EventType
-from binlog_core.decoder import BinlogDecoder
-from binlog_core.framing import iter_events
-from binlog_core.rows import ROWS_KINDS, decode_rows_header
+from binlog_core.event import FormatDescription
 from binlog_core.table_map import decode_table_map
+from pipelines.bronze.framing import EventRow, frame_file
 from pipelines.bronze.schema import BINLOG_EVENTS, BINLOG_FILES
 from pipelines.gold.stage import TABLE_MAP_COLUMNS
 from pipelines.storage import Lakehouse, Table
 
 
+def _opener(path: Path) -> Callable[[], BinaryIO]:
+    def open_file() -> BinaryIO:
+        return path.open("rb")
+
+    return open_file
+
+
 def bronze_rows(path: Path) -> tuple[list[dict[str, Any]], list[dict[str, Any]], dict[str, Any]]:
-    """(binlog_events rows, table_maps rows, binlog_files row) of one binlog file."""
+    """(binlog_events rows as bronze frames them, table_maps rows, binlog_files row) of one file."""
     file, name = str(path), path.name
-    events: list[dict[str, Any]] = []
+    events = [row._asdict() for row in frame_file(_opener(path), file, name) if isinstance(row, EventRow)]
     maps: list[dict[str, Any]] = []
-    decoder = BinlogDecoder()
-    end = 4
-    with open(path, "rb") as stream:
-        for event in iter_events(stream, name):
-            decoder.decode(event)
-            h = event.header
-            table_id = statement_end = None
-            if event.type_code in ROWS_KINDS:
-                header = decode_rows_header(event.body, event.type_code, event.fde)
-                table_id, statement_end = header.table_id, header.statement_end
-            if event.type_code == EventType.TABLE_MAP:
-                tm = decode_table_map(event.body, event.fde)
-                table_id = tm.table_id
-                maps.append(
-                    {
-                        "file": file,
-                        "file_name": name,
-                        "offset": event.offset,
-                        "inner_index": event.inner_index,
-                        "table_id": tm.table_id,
-                        "schema_name": tm.schema,
-                        "table_name": tm.table,
-                        "column_names": [c.name for c in tm.columns],
-                        "body": event.body,
-                        "format_description": event.fde.to_json(),
-                    }
-                )
-            events.append(
-                {
-                    "file": file,
-                    "file_name": name,
-                    "offset": event.offset,
-                    "inner_index": event.inner_index,
-                    "timestamp": h.timestamp,
-                    "event_type": h.type_code,
-                    "event_type_name": event.type_name,
-                    "server_id": h.server_id,
-                    "event_size": h.event_size,
-                    "log_pos": h.log_pos,
-                    "flags": h.flags,
-                    "checksum_ok": event.checksum_ok,
-                    "format_description": event.fde.to_json(),
-                    "gtid": decoder.gtid,
-                    "table_id": table_id,
-                    "statement_end": statement_end,
-                    "body": event.body,
-                }
-            )
-            end = max(end, event.end_offset)
-    content = path.read_bytes()[:end]
+    for event in events:
+        if event["event_type"] != EventType.TABLE_MAP:
+            continue
+        tm = decode_table_map(event["body"], FormatDescription.from_json(event["format_description"]))
+        maps.append(
+            {
+                "file": file,
+                "file_name": name,
+                "offset": event["offset"],
+                "inner_index": event["inner_index"],
+                "table_id": tm.table_id,
+                "schema_name": tm.schema,
+                "table_name": tm.table,
+                "column_names": [c.name for c in tm.columns],
+                "body": event["body"],
+                "format_description": event["format_description"],
+            }
+        )
+    end = max(e["offset"] + e["event_size"] for e in events if e["inner_index"] is None)
     files_row = {
         "file": file,
         "file_name": name,
@@ -89,7 +66,7 @@ def bronze_rows(path: Path) -> tuple[list[dict[str, Any]], list[dict[str, Any]],
         "error_message": None,
         "error_offset": None,
         "framed_until": end,
-        "prefix_sha256": hashlib.sha256(content).hexdigest(),
+        "prefix_sha256": hashlib.sha256(path.read_bytes()[:end]).hexdigest(),
         "event_count": len(events),
         "server_id": None,
         "server_version": None,

@@ -279,18 +279,28 @@ def test_a_second_build_writes_nothing_new(built: Built, spark: SparkSession) ->
     assert {t: _version(spark, built.lake, t) for t in versions} == versions
 
 
-def test_a_file_pending_again_is_rebuilt_to_the_same_rows(built: Built, spark: SparkSession) -> None:
+def test_a_file_pending_again_is_rebuilt_to_the_same_rows_and_leaves_no_stale_rows(
+    built: Built, spark: SparkSession
+) -> None:
     files = built.lake.read(BINLOG_FILES_TABLE)
     target = str(PATHS[-1])
     changed = files.withColumn(
         "prefix_sha256", F.when(F.col("file") == target, F.lit("rewritten")).otherwise(F.col("prefix_sha256"))
     )
     built.lake.overwrite(changed.localCheckpoint(), BINLOG_FILES_TABLE)
+    # a table the file's previous content changed, which its new content no longer does
+    gone = built.lake.read(Table.gold("fixture__t_evolved")).where(F.col("file") == target)
+    built.lake.overwrite(
+        gone.withColumn("table_name", F.lit("t_gone")).localCheckpoint(), Table.gold("fixture__t_gone")
+    )
+    previous = built.lake.read(Table.gold("changes")).where(F.col("file") == target).limit(1)
+    built.lake.append(previous.withColumn("table_name", F.lit("t_gone")).localCheckpoint(), Table.gold("changes"))
     again = build_gold(spark, built.cfg, built.lake)
     assert again.files == [target]
     assert sorted(again.tables) == ["fixture__t_evolve", "fixture__t_evolved"]
-    assert again.stale_tables == []
+    assert again.stale_tables == ["fixture__t_gone"]
     write_gold(built.lake, again)
+    assert built.lake.read(Table.gold("fixture__t_gone")).count() == 0
     assert built.lake.read(Table.gold("changes")).orderBy(*ORDER).collect() == built.changes
     evolve_rows = [t for v, n in CHOSEN for t in _truth(v, n) if t.shape.table == "t_evolve"]
     assert built.lake.read(Table.gold("fixture__t_evolve")).count() == len(evolve_rows)
