@@ -42,6 +42,7 @@ from pyspark.sql.types import ArrayType, DataType, DecimalType, FloatType, LongT
 from binlog_core.columns import DecodeOptions
 from binlog_core.constants import EventType
 from binlog_core.rows import ROWS_KINDS
+from pipelines.bronze.schema import QUARANTINE
 from pipelines.gold.decode import decode_partition
 from pipelines.gold.schema import CHANGES, DECODED, ROWS_INPUT
 from pipelines.gold.types import RAW_SUFFIX, conversion_of, raw_type, spark_type, type_suffix
@@ -173,7 +174,7 @@ def changes_of(decoded: DataFrame) -> DataFrame:
 
 def problems_of(decoded: DataFrame) -> DataFrame:
     """Quarantine rows (bronze ``QUARANTINE`` columns, ``stage = 'gold'``) of decoded output."""
-    return decoded.where(F.col("kind") == "problem").select(
+    rows = decoded.where(F.col("kind") == "problem").select(
         F.lit("gold").alias("stage"),
         "file",
         "file_name",
@@ -186,6 +187,7 @@ def problems_of(decoded: DataFrame) -> DataFrame:
         "message",
         F.col("problem_body").alias("body"),
     )
+    return rows.select(*[F.col(f.name).cast(f.dataType) for f in QUARANTINE.fields])
 
 
 def gold_table_name(schema_name: str, table_name: str) -> str:

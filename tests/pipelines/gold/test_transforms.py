@@ -8,6 +8,7 @@ from typing import Any
 
 from chispa import assert_df_equality
 from pyspark.sql import SparkSession
+from pyspark.sql import functions as F
 from pyspark.sql.types import (
     ArrayType,
     BinaryType,
@@ -23,9 +24,22 @@ from pyspark.sql.types import (
     TimestampType,
 )
 
+from binlog_core.columns import DecodeOptions
 from binlog_core.constants import EventType
+from pipelines.bronze.schema import BINLOG_EVENTS
 from pipelines.gold.schema import CHANGES
-from pipelines.gold.transforms import maps_in_force, table_layout, typed_changes
+from pipelines.gold.stage import TABLE_MAP_COLUMNS
+from pipelines.gold.transforms import (
+    changes_of,
+    decode_rows_events,
+    maps_in_force,
+    problems_of,
+    rows_input,
+    table_layout,
+    typed_changes,
+)
+from tests.fixtures.truth import FIXTURES
+from tests.pipelines.gold.inputs import bronze_rows
 
 EVENTS = StructType(
     [
@@ -275,3 +289,21 @@ def test_a_stored_table_keeps_its_field_names_and_types() -> None:
         ("id__bigint", (("id", "int:bigint"),)),
         ("qty", (("qty", "int:int"),)),
     ]
+
+
+def test_rows_events_without_a_map_in_force_are_quarantined_and_never_guessed(spark: SparkSession) -> None:
+    events, maps, _files = bronze_rows(FIXTURES / "full" / "mysql-bin.000003")
+    first_rows = next(e for e in events if e["event_type"] == int(EventType.WRITE_ROWS_V1))
+    first_map = next(m for m in maps if m["table_id"] == first_rows["table_id"])
+    without = [m for m in maps if m is not first_map]
+    decoded = rows_input(
+        spark.createDataFrame(events, BINLOG_EVENTS), spark.createDataFrame(without, TABLE_MAP_COLUMNS)
+    ).transform(decode_rows_events(DecodeOptions()))
+    problems = decoded.transform(problems_of).collect()
+    assert [(p.stage, p.offset, p.code, p.severity, p.event_type_name) for p in problems] == [
+        ("gold", first_rows["offset"], "UNKNOWN_TABLE_ID", "error", "WRITE_ROWS_V1")
+    ]
+    assert problems[0].body == first_rows["body"]
+    changes = decoded.transform(changes_of)
+    assert changes.where(F.col("offset") == first_rows["offset"]).count() == 0
+    assert changes.count() == 20 - 3  # the other rows events of the file decode as before
