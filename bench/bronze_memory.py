@@ -15,7 +15,7 @@
    samples ``/proc`` every 0.2 s: resident memory of the driver JVM, of the Python workers it
    forks, and of this driver process.
 3. Prints the file size, events, wall time of framing (``build_bronze``: discovery, framing,
-   disk cache) and of the three Delta writes, events per second, and the peak resident memory
+   local checkpoint on disk) and of the three Delta writes, events per second, and the peak resident memory
    of each process group; checks that ``binlog_events`` holds every event.
 """
 
@@ -233,7 +233,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(f"file               {mib(file_size):10.0f} MiB, {expected_events} events")
     print(f"spark              {cfg.spark.master}, driver_memory {cfg.spark.driver_memory}")
     print(f"session start      {up - started:10.1f} s")
-    print(f"build_bronze       {frame_s:10.1f} s   (discover, frame, cache on disk)")
+    print(f"build_bronze       {frame_s:10.1f} s   (discover, frame, local checkpoint on disk)")
     print(f"write_bronze       {write_s:10.1f} s   (events, quarantine, binlog_files)")
     print(f"bronze total       {frame_s + write_s:10.1f} s   {expected_events / (frame_s + write_s):,.0f} events/s, "
           f"{mib(file_size) / (frame_s + write_s):.1f} MiB/s")  # fmt: skip
