@@ -477,6 +477,22 @@ class MariaDBGtidEvent:
     trailing: bytes = b""
 
 
+_new = object.__new__
+_slots = vars(MariaDBGtidEvent)
+_set_gtid = _slots["gtid"].__set__
+_set_domain_id = _slots["domain_id"].__set__
+_set_server_id = _slots["server_id"].__set__
+_set_seq_no = _slots["seq_no"].__set__
+_set_flags = _slots["flags"].__set__
+_set_flag_names = _slots["flag_names"].__set__
+_set_flags_extra = _slots["flags_extra"].__set__
+_set_trailing = _slots["trailing"].__set__
+_SET_NONE = tuple(
+    _slots[name].__set__
+    for name in ("commit_id", "xa_format_id", "xa_gtrid", "xa_bqual", "extra_engines", "sa_seq_no", "thread_id")
+)
+
+
 def decode_mariadb_gtid(event: Event) -> MariaDBGtidEvent:
     """Layout (``# orig: Gtid_log_event``), zero-padded to the 19-byte post-header when shorter::
 
@@ -496,22 +512,20 @@ def decode_mariadb_gtid(event: Event) -> MariaDBGtidEvent:
         # the usual shape: no commit id, no XA, zero flags_extra and padding
         seq_no, domain_id, flags = MARIADB_GTID.unpack_from(body, 0)
         server_id = event.header.server_id
-        return MariaDBGtidEvent(
-            f"{domain_id}-{server_id}-{seq_no}",
-            domain_id,
-            server_id,
-            seq_no,
-            flags,
-            _GTID_FLAG_NAMES[flags],
-            None,
-            None,
-            None,
-            None,
-            0,
-            None,
-            None,
-            None,
-        )
+        # MariaDBGtidEvent(...) filled through its slots: the frozen dataclass's __init__ pays a
+        # __setattr__ call per field, and this runs once per transaction
+        gtid = _new(MariaDBGtidEvent)
+        _set_gtid(gtid, f"{domain_id}-{server_id}-{seq_no}")
+        _set_domain_id(gtid, domain_id)
+        _set_server_id(gtid, server_id)
+        _set_seq_no(gtid, seq_no)
+        _set_flags(gtid, flags)
+        _set_flag_names(gtid, _GTID_FLAG_NAMES[flags])
+        _set_flags_extra(gtid, 0)
+        for setter in _SET_NONE:
+            setter(gtid, None)
+        _set_trailing(gtid, b"")
+        return gtid
     c = Cursor(body)
     seq_no, domain_id, flags = c.unpack(MARIADB_GTID, "GTID")
     commit_id = xa_format = xa_gtrid = xa_bqual = None
