@@ -26,6 +26,7 @@ __all__ = [
     "InputSettings",
     "PathOrUri",
     "Section",
+    "SilverSettings",
     "SparkSettings",
     "StorageSettings",
     "default_base_dir",
@@ -305,6 +306,19 @@ class DecoderSettings(Section):
     )
 
 
+class SilverSettings(Section):
+    """Options of the silver layer (schema history)."""
+
+    seed_path: PathOrUri | None = Field(
+        default=None,
+        description=(
+            "Optional seed snapshot for the schema history: a local file of `SHOW CREATE TABLE` outputs "
+            "separated by `;` (a `USE db;` line sets the schema of unqualified names), for tables created "
+            "before the first binlog file. `null`: no seed."
+        ),
+    )
+
+
 class AppConfig(Section):
     """The whole configuration: one attribute per YAML section."""
 
@@ -312,3 +326,4 @@ class AppConfig(Section):
     input: InputSettings = Field(description="Binlog files to read.")
     storage: StorageSettings = Field(description="Delta Lake output.")
     decoder: DecoderSettings = Field(default_factory=DecoderSettings, description="Binlog decoding.")
+    silver: SilverSettings = Field(default_factory=SilverSettings, description="Silver layer options.")

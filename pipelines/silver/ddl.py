@@ -1,0 +1,462 @@
+"""DDL replay: the column lists of tables, kept up to date by the statements found in binlogs.
+
+Statements are parsed with sqlglot's MySQL dialect (a real SQL parser, not patterns over the
+text).  :class:`SchemaRegistry` holds ``(schema, table) -> columns`` and :meth:`SchemaRegistry.apply`
+replays one statement, returning what it touched::
+
+    registry = SchemaRegistry()
+    registry.apply("CREATE TABLE shop.t (id INT NOT NULL, name VARCHAR(20))", default_schema=None)
+    registry.apply("ALTER TABLE shop.t ADD COLUMN price DECIMAL(8,2) AFTER id", default_schema=None)
+    [c.name for c in registry.columns("shop", "t")]   # ['id', 'price', 'name']
+
+Handled: CREATE TABLE (column list, ``LIKE``), ALTER TABLE ADD (``FIRST``/``AFTER``) / DROP /
+MODIFY / CHANGE / RENAME COLUMN and ``RENAME TO``, RENAME TABLE (several pairs), DROP TABLE
+(several), CREATE/DROP DATABASE; TRUNCATE touches a table without changing it.  When sqlglot
+cannot build a CREATE TABLE (a type it does not know, such as MariaDB's INET6 or UUID), the
+column list is read from sqlglot's tokens of the statement instead: the first identifier of each
+top-level element names a column, the tokens after it are its type.  A statement that cannot
+be replayed is reported in :attr:`DdlResult.error`, never guessed.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from itertools import pairwise
+
+import sqlglot
+from sqlglot import Token, TokenType, exp
+from sqlglot.errors import ParseError, TokenError
+
+logging.getLogger("sqlglot").setLevel(logging.ERROR)  # "falling back to a Command" is reported by us
+
+TableKey = tuple[str, str]
+"""``(schema, table)`` as the statement names them (MySQL's case of the names kept)."""
+
+_CONSTRAINT_WORDS = frozenset(
+    {"PRIMARY", "KEY", "INDEX", "UNIQUE", "CONSTRAINT", "FOREIGN", "FULLTEXT", "SPATIAL", "CHECK", "PERIOD"}
+)
+_ATTRIBUTE_WORDS = frozenset(
+    {
+        "NOT",
+        "NULL",
+        "DEFAULT",
+        "AUTO_INCREMENT",
+        "PRIMARY",
+        "UNIQUE",
+        "KEY",
+        "COMMENT",
+        "COLLATE",
+        "CHARACTER",
+        "CHARSET",
+        "REFERENCES",
+        "GENERATED",
+        "AS",
+        "ON",
+        "INVISIBLE",
+        "VISIBLE",
+        "CHECK",
+        "STORED",
+        "VIRTUAL",
+        "PERSISTENT",
+        "COLUMN_FORMAT",
+        "STORAGE",
+        "SRID",
+        "WITHOUT",
+        "WITH",
+    }
+)
+
+
+@dataclass(frozen=True, slots=True)
+class ColumnSpec:
+    """One column as DDL declares it: its name, MySQL type text, nullability and character set."""
+
+    name: str
+    type: str
+    nullable: bool = True
+    charset: str | None = None
+    collation: str | None = None
+
+
+@dataclass(slots=True)
+class DdlResult:
+    """What one statement did: the objects it touched and the tables whose columns changed."""
+
+    objects: list[tuple[str | None, str, str]] = field(default_factory=list)
+    """``(schema, table or database, action)``: action is create, alter, rename_from, rename_to,
+    drop, truncate, create_database or drop_database."""
+    changed: list[TableKey] = field(default_factory=list)
+    """Tables whose column list is new or different after the statement (dropped ones excluded)."""
+    dropped: list[TableKey] = field(default_factory=list)
+    error: str | None = None
+
+
+def _schema_of(table: exp.Table, default_schema: str | None) -> str | None:
+    return table.db or default_schema
+
+
+def _lower_type_name(text: str) -> str:
+    """``DECIMAL(8, 2)`` -> ``decimal(8, 2)``; ENUM/SET labels keep their case."""
+    head, paren, tail = text.partition("(")
+    return head.lower() + paren + tail
+
+
+def _type_text(kind: exp.Expression | None) -> str:
+    return _lower_type_name(kind.sql(dialect="mysql")) if kind is not None else ""
+
+
+def _spec_of(column: exp.ColumnDef) -> ColumnSpec:
+    nullable = True
+    charset = collation = None
+    for constraint in column.args.get("constraints") or []:
+        kind = constraint.args.get("kind")
+        if isinstance(kind, exp.NotNullColumnConstraint):
+            nullable = bool(kind.args.get("allow_null"))
+        elif isinstance(kind, exp.PrimaryKeyColumnConstraint):
+            nullable = False
+        elif isinstance(kind, exp.CharacterSetColumnConstraint):
+            charset = kind.this.name.lower()
+        elif isinstance(kind, exp.CollateColumnConstraint):
+            collation = kind.this.name.lower()
+    type_expr = column.args.get("kind")
+    if isinstance(type_expr, exp.DataType):
+        for charset_expr in type_expr.find_all(exp.CharacterSet):
+            charset = charset_expr.this.name.lower() if charset_expr.this else charset
+    return ColumnSpec(column.name, _type_text(type_expr), nullable, charset, collation)
+
+
+def _split_top_level(tokens: list[Token]) -> Iterator[list[Token]]:
+    """Tokens of a parenthesised list, split at its top-level commas."""
+    depth = 0
+    part: list[Token] = []
+    for token in tokens:
+        if token.token_type == TokenType.L_PAREN:
+            depth += 1
+        elif token.token_type == TokenType.R_PAREN:
+            depth -= 1
+        if depth == 0 and token.token_type == TokenType.COMMA:
+            yield part
+            part = []
+        else:
+            part.append(token)
+    if part:
+        yield part
+
+
+def _columns_from_tokens(statement: str) -> list[ColumnSpec]:
+    """The column list of a CREATE TABLE read from its tokens (for types sqlglot cannot build)."""
+    tokens = sqlglot.tokenize(statement, read="mysql")
+    start = next((i for i, t in enumerate(tokens) if t.token_type == TokenType.L_PAREN), None)
+    if start is None:
+        raise ParseError("no column list")
+    depth, end = 0, None
+    for i in range(start, len(tokens)):
+        if tokens[i].token_type == TokenType.L_PAREN:
+            depth += 1
+        elif tokens[i].token_type == TokenType.R_PAREN:
+            depth -= 1
+            if depth == 0:
+                end = i
+                break
+    if end is None:
+        raise ParseError("unbalanced column list")
+    columns = []
+    for part in _split_top_level(tokens[start + 1 : end]):
+        if not part or part[0].text.upper() in _CONSTRAINT_WORDS:
+            continue
+        type_tokens: list[str] = []
+        depth = 0
+        for token in part[1:]:
+            if depth == 0 and token.text.upper() in _ATTRIBUTE_WORDS:
+                break
+            depth += token.token_type == TokenType.L_PAREN
+            depth -= token.token_type == TokenType.R_PAREN
+            type_tokens.append(token.text if token.token_type != TokenType.STRING else f"'{token.text}'")
+        words = [t.text.upper() for t in part]
+        nullable = not any(pair == ("NOT", "NULL") for pair in pairwise(words))
+        nullable = nullable and "PRIMARY" not in words
+        type_text = _lower_type_name(" ".join(type_tokens).replace(" (", "(").replace("( ", "(").replace(" )", ")"))
+        columns.append(ColumnSpec(part[0].text, type_text.replace(" ,", ","), nullable))
+    return columns
+
+
+def _position(column: exp.ColumnDef) -> tuple[str, str | None] | None:
+    """``("FIRST", None)``, ``("AFTER", name)`` or None."""
+    position = column.args.get("position")
+    if position is None:
+        return None
+    text = position.sql(dialect="mysql") if isinstance(position, exp.Expression) else str(position)
+    words = text.split(None, 1)
+    if words[0].upper() == "FIRST":
+        return ("FIRST", None)
+    return ("AFTER", words[1].strip("`")) if len(words) == 2 else None
+
+
+def _place(columns: list[ColumnSpec], spec: ColumnSpec, position: tuple[str, str | None] | None) -> None:
+    if position is None:
+        columns.append(spec)
+    elif position[0] == "FIRST":
+        columns.insert(0, spec)
+    else:
+        index = _index(columns, position[1] or "")
+        columns.insert(index + 1, spec)
+
+
+def _index(columns: list[ColumnSpec], name: str) -> int:
+    for i, column in enumerate(columns):
+        if column.name.lower() == name.lower():
+            return i
+    raise KeyError(f"no column {name!r}")
+
+
+class SchemaRegistry:
+    """Tables and their columns, as replayed from DDL (and a seed snapshot)."""
+
+    def __init__(self) -> None:
+        self.tables: dict[TableKey, list[ColumnSpec]] = {}
+
+    def columns(self, schema: str, table: str) -> list[ColumnSpec] | None:
+        """The columns of a table, or None when it is not known."""
+        return self.tables.get(self._key(schema, table))
+
+    def _key(self, schema: str, table: str) -> TableKey:
+        for key in self.tables:
+            if key[0].lower() == schema.lower() and key[1].lower() == table.lower():
+                return key
+        return (schema, table)
+
+    def apply(self, statement: str, default_schema: str | None) -> DdlResult:
+        """Replay one statement; parse problems are reported in the result, never raised."""
+        result = DdlResult()
+        parsed: object
+        error: str | None
+        try:
+            parsed = sqlglot.parse_one(statement, read="mysql")
+        except (ParseError, TokenError) as exc:
+            parsed = None
+            error = str(exc).splitlines()[0]
+        else:
+            error = None
+        try:
+            if isinstance(parsed, exp.Create) or (
+                parsed is None and _first_words(statement)[:2] == ["CREATE", "TABLE"]
+            ):
+                self._create(parsed, statement, default_schema, result)
+            elif isinstance(parsed, exp.Alter):
+                self._alter(parsed, default_schema, result)
+            elif isinstance(parsed, exp.Drop):
+                self._drop(parsed, default_schema, result)
+            elif isinstance(parsed, exp.TruncateTable):
+                for table in parsed.expressions:
+                    result.objects.append((_schema_of(table, default_schema), table.name, "truncate"))
+            elif _first_words(statement)[:2] == ["RENAME", "TABLE"]:
+                self._rename_tables(statement, default_schema, result)
+            elif _first_words(statement)[:1] == ["TRUNCATE"]:
+                table = sqlglot.parse_one(statement.split(None, 2)[-1], read="mysql", into=exp.Table)
+                result.objects.append((_schema_of(table, default_schema), table.name, "truncate"))
+            elif error is not None:
+                result.error = error
+        except (ParseError, TokenError, KeyError, ValueError) as exc:
+            result.error = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        return result
+
+    def _create(self, parsed: exp.Create | None, statement: str, default_schema: str | None, result: DdlResult) -> None:
+        kind = (parsed.args.get("kind") or "").upper() if parsed is not None else "TABLE"
+        if kind in {"DATABASE", "SCHEMA"} and parsed is not None:
+            result.objects.append((parsed.this.name, parsed.this.name, "create_database"))
+            return
+        if kind != "TABLE":
+            return
+        if parsed is None:
+            tokens = sqlglot.tokenize(statement, read="mysql")
+            names = _table_name_tokens(tokens)
+            table = exp.table_(names[-1], db=names[-2] if len(names) > 1 else None)
+            columns = _columns_from_tokens(statement)
+        else:
+            target = parsed.this
+            table = target.this if isinstance(target, exp.Schema) else target
+            like = parsed.find(exp.LikeProperty)
+            if like is not None:
+                source = self.columns(_schema_of(like.this, default_schema) or "", like.this.name)
+                if source is None:
+                    raise KeyError(f"CREATE TABLE LIKE an unknown table {like.this.sql(dialect='mysql')}")
+                columns = list(source)
+            elif isinstance(target, exp.Schema):
+                columns = [_spec_of(c) for c in target.expressions if isinstance(c, exp.ColumnDef)]
+            else:
+                raise ValueError("CREATE TABLE without a column list (CREATE ... SELECT is not replayed)")
+        schema = _schema_of(table, default_schema)
+        if schema is None:
+            raise ValueError("table without a schema and no default schema")
+        if parsed is not None and parsed.args.get("exists") and self.columns(schema, table.name) is not None:
+            return  # CREATE TABLE IF NOT EXISTS over an existing table changes nothing
+        key = self._key(schema, table.name)
+        self.tables[key] = columns
+        result.objects.append((schema, table.name, "create"))
+        result.changed.append(key)
+
+    def _alter(self, parsed: exp.Alter, default_schema: str | None, result: DdlResult) -> None:
+        if (parsed.args.get("kind") or "").upper() != "TABLE":
+            return
+        table = parsed.this
+        schema = _schema_of(table, default_schema)
+        if schema is None:
+            raise ValueError("table without a schema and no default schema")
+        key = self._key(schema, table.name)
+        current = self.tables.get(key)
+        result.objects.append((schema, table.name, "alter"))
+        if current is None:
+            raise KeyError(f"ALTER TABLE of a table not known to the replay: {schema}.{table.name}")
+        columns = list(current)
+        renamed_to: exp.Table | None = None
+        for action in parsed.args.get("actions") or []:
+            if isinstance(action, exp.ColumnDef):
+                _place(columns, _spec_of(action), _position(action))
+            elif isinstance(action, exp.Drop) and (action.args.get("kind") or "").upper() == "COLUMN":
+                for column in action.args.get("tables") or []:
+                    columns.pop(_index(columns, column.name))
+            elif isinstance(action, exp.ModifyColumn):
+                definition = action.this
+                old = action.args.get("rename_from")
+                old_name = old.name if isinstance(old, exp.Expression) else (old or definition.name)
+                index = _index(columns, old_name)
+                spec = _spec_of(definition)
+                position = _position(definition)
+                if position is None:
+                    columns[index] = spec
+                else:
+                    columns.pop(index)
+                    _place(columns, spec, position)
+            elif isinstance(action, exp.RenameColumn):
+                index = _index(columns, action.this.name)
+                old_spec = columns[index]
+                columns[index] = ColumnSpec(
+                    action.args["to"].name, old_spec.type, old_spec.nullable, old_spec.charset, old_spec.collation
+                )
+            elif isinstance(action, exp.AlterRename):
+                renamed_to = action.this
+        if columns != current:
+            self.tables[key] = columns
+            result.changed.append(key)
+        if renamed_to is not None:
+            self._move(key, (_schema_of(renamed_to, schema) or schema, renamed_to.name), result)
+
+    def _move(self, old: TableKey, new: TableKey, result: DdlResult) -> None:
+        columns = self.tables.pop(self._key(*old), None)
+        result.objects += [(old[0], old[1], "rename_from"), (new[0], new[1], "rename_to")]
+        if columns is None:
+            raise KeyError(f"RENAME of a table not known to the replay: {old[0]}.{old[1]}")
+        self.tables[new] = columns
+        result.dropped.append(old)
+        result.changed.append(new)
+
+    def _rename_tables(self, statement: str, default_schema: str | None, result: DdlResult) -> None:
+        # the MySQL tokenizer keeps what follows RENAME as one command string: tokenize that part
+        head = sqlglot.tokenize(statement, read="mysql")[0]
+        tokens = sqlglot.tokenize(statement[head.end + 1 :], read="mysql")[1:]  # after TABLE
+        for pair in _split_top_level(tokens):
+            words = [t.text.upper() for t in pair]
+            if "TO" not in words:
+                raise ParseError("RENAME TABLE pair without TO")
+            cut = words.index("TO")
+            old = _dotted(pair[:cut], default_schema)
+            new = _dotted(pair[cut + 1 :], default_schema)
+            self._move(old, new, result)
+
+    def _drop(self, parsed: exp.Drop, default_schema: str | None, result: DdlResult) -> None:
+        kind = (parsed.args.get("kind") or "").upper()
+        if kind in {"DATABASE", "SCHEMA"}:
+            target = parsed.this or (parsed.args.get("tables") or [None])[0]
+            if target is None:
+                raise ValueError("DROP DATABASE without a name")
+            name = target.name
+            result.objects.append((name, name, "drop_database"))
+            for key in [k for k in self.tables if k[0].lower() == name.lower()]:
+                del self.tables[key]
+                result.dropped.append(key)
+            return
+        if kind != "TABLE":
+            return
+        for table in parsed.args.get("tables") or [parsed.this]:
+            schema = _schema_of(table, default_schema) or ""
+            result.objects.append((schema, table.name, "drop"))
+            key = self._key(schema, table.name)
+            if self.tables.pop(key, None) is not None:
+                result.dropped.append(key)
+
+
+def _first_words(statement: str) -> list[str]:
+    """The first keywords (a command the tokenizer keeps as one string is split into words)."""
+    try:
+        tokens = sqlglot.tokenize(statement, read="mysql")
+    except TokenError:
+        return []
+    words: list[str] = []
+    for token in tokens[:3]:
+        words += token.text.upper().split() if token.token_type == TokenType.STRING else [token.text.upper()]
+    return words[:3]
+
+
+def _table_name_tokens(tokens: list[Token]) -> list[str]:
+    """``db.table`` parts after CREATE [TEMPORARY] TABLE [IF NOT EXISTS]."""
+    names: list[str] = []
+    for token in tokens[2:]:
+        if token.token_type == TokenType.L_PAREN:
+            break
+        if token.text.upper() in {"IF", "NOT", "EXISTS", "TEMPORARY", "TABLE"}:
+            continue
+        if token.token_type != TokenType.DOT:
+            names.append(token.text)
+    if not names:
+        raise ParseError("CREATE TABLE without a name")
+    return names
+
+
+def _dotted(tokens: list[Token], default_schema: str | None) -> TableKey:
+    parts = [t.text for t in tokens if t.token_type != TokenType.DOT]
+    if len(parts) == 2:
+        return (parts[0], parts[1])
+    if len(parts) == 1 and default_schema is not None:
+        return (default_schema, parts[0])
+    raise ParseError(f"cannot read a table name from {' '.join(t.text for t in tokens)!r}")
+
+
+def parse_seed(text: str) -> SchemaRegistry:
+    """A registry from a seed snapshot: ``SHOW CREATE TABLE`` outputs separated by ``;``.
+
+    ``USE db;`` sets the schema of the unqualified statements that follow::
+
+        USE shop;
+        CREATE TABLE `orders` (`id` int NOT NULL, `total` decimal(10,2)) ENGINE=InnoDB;
+    """
+    registry = SchemaRegistry()
+    schema: str | None = None
+    for statement in _statements(text):
+        words = _first_words(statement)
+        if words[:1] == ["USE"]:
+            schema = statement.split(None, 1)[1].strip().strip("`")
+            continue
+        result = registry.apply(statement, schema)
+        if result.error is not None:
+            raise ValueError(f"seed statement not understood ({result.error}): {statement[:120]}")
+    return registry
+
+
+def _statements(text: str) -> Iterator[str]:
+    """Statements of a script, split at top-level semicolons by sqlglot's tokenizer."""
+    tokens = sqlglot.tokenize(text, read="mysql")
+    start = None
+    for token in tokens:
+        if token.token_type == TokenType.SEMICOLON:
+            if start is not None:
+                yield text[start : token.start].strip()
+            start = None
+        elif start is None:
+            start = token.start
+    if start is not None and text[start:].strip():
+        yield text[start:].strip()
+
+
+__all__ = ["ColumnSpec", "DdlResult", "SchemaRegistry", "TableKey", "parse_seed"]
