@@ -124,7 +124,8 @@ def rows_input(events: DataFrame, table_maps: DataFrame, names: DataFrame | None
     """Rows events with the body of their TABLE_MAP in force (:data:`ROWS_INPUT`).
 
     ``names``, when given, holds ``file, offset, inner_index, fallback_names``: column names for
-    rows events whose map carries none (from the schema history in force at that position).
+    rows events whose map carries none.  Otherwise silver's ``resolved_column_names`` of the map
+    (the schema history in force at its position) serve, when ``table_maps`` has them.
     """
     placed = maps_in_force(events, table_maps)
     maps = table_maps.select(
@@ -133,6 +134,10 @@ def rows_input(events: DataFrame, table_maps: DataFrame, names: DataFrame | None
         F.coalesce(F.col("inner_index"), F.lit(-1)).alias("m_inner_key"),
         F.col("body").alias("map_body"),
         F.col("format_description").alias("map_format_description"),
+        # silver resolves names for maps written without them (schema history in force there)
+        (F.col("resolved_column_names") if "resolved_column_names" in table_maps.columns else F.lit(None))
+        .cast("array<string>")
+        .alias("map_resolved_names"),
     )
     joined = (
         _trusted(events)
@@ -152,6 +157,7 @@ def rows_input(events: DataFrame, table_maps: DataFrame, names: DataFrame | None
         joined = joined.join(keyed, ["file", "offset", "inner_key"], "left")
     else:
         joined = joined.withColumn("fallback_names", F.lit(None).cast("array<string>"))
+    joined = joined.withColumn("fallback_names", F.coalesce("fallback_names", "map_resolved_names"))
     return joined.select(*[F.col(f.name).cast(f.dataType) for f in ROWS_INPUT.fields])
 
 

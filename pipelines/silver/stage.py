@@ -125,7 +125,7 @@ def decode_queries(events: DataFrame) -> DataFrame:
     def per_partition(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         return query_rows(batches, arrow_schema)
 
-    return queries.mapInArrow(per_partition, QUERIES_OUT)  # type: ignore[arg-type]
+    return queries.mapInArrow(per_partition, QUERIES_OUT)
 
 
 def lifecycle(table_maps: DataFrame) -> DataFrame:
