@@ -386,7 +386,12 @@ def _ddl_rows(old_ddl: DataFrame, new_queries: DataFrame) -> list[dict[str, Any]
 
 
 def write_silver(lake: Lakehouse, out: SilverOutput) -> None:
-    """Replace the rows of ``out.files`` in each silver table, the history as a whole, then record progress."""
+    """Replace the rows of ``out.files`` in each silver table, the history as a whole, then record progress.
+
+    Nothing is written when no file was pending: a run with nothing new leaves every version as it is.
+    """
+    if not out.files:
+        return
     predicate = file_predicate(out.files)
     lake.replace_where(out.table_maps, TABLE_MAPS_TABLE, predicate)
     lake.replace_where(out.table_id_lifecycle, LIFECYCLE_TABLE, predicate)

@@ -29,8 +29,8 @@ from pipelines.gold.stage import GoldOutput, build_gold, write_gold
 from pipelines.gold.types import conversion_of, spark_type, type_suffix
 from pipelines.progress import BINLOG_FILES_TABLE
 from pipelines.storage import Lakehouse, Layer, Table
-from tests.fixtures.recorder import BINARY_TYPES, GEOMETRY_TYPES, PLUGIN_BINARY_TYPES, Change
-from tests.fixtures.truth import Variant, expected_images, load_variant, mismatch
+from tests.fixtures.recorder import Change
+from tests.fixtures.truth import Variant, change_table_mismatches, load_variant
 from tests.pipelines.gold.inputs import write_inputs
 
 FULL = load_variant("full")
@@ -71,14 +71,6 @@ def _truth(variant: Variant, names: list[str]) -> list[Change]:
 def _rows_of(built: Built, variant: Variant, names: list[str]) -> list[Row]:
     paths = {str(variant.directory / n) for n in names}
     return [r for r in built.changes if r.file in paths]
-
-
-def _decoded_value(column_type: str, value: Any) -> Any:
-    """The decoder's kind of value behind a rendered JSON value (binary strings back to bytes)."""
-    binary = column_type in BINARY_TYPES or column_type in GEOMETRY_TYPES or column_type in PLUGIN_BINARY_TYPES
-    if binary and isinstance(value, str) and value.startswith("hex:"):
-        return bytes.fromhex(value[4:])
-    return value
 
 
 def test_gold_builds_every_pending_file_and_one_table_per_source_table(built: Built) -> None:
@@ -128,35 +120,7 @@ def test_changes_agree_with_the_file_decoder_row_for_row(built: Built) -> None:
 def test_changes_equal_the_recorded_truth_in_order_with_names_and_values(
     built: Built, variant: Variant, names: list[str]
 ) -> None:
-    truth = _truth(variant, names)
-    rows = _rows_of(built, variant, names)
-    assert [(r.file_name, r.op, r.schema_name, r.table_name) for r in rows] == [
-        (t.file, t.op, t.shape.schema, t.shape.table) for t in truth
-    ]
-    failures: list[str] = []
-    for row, change in zip(rows, truth, strict=True):
-        assert list(row.column_names) == change.shape.names, f"seq {change.seq}"
-        want_before, want_after = expected_images(variant, change)
-        for side, image_json, want, values, absent in (
-            ("before", row.before, want_before, change.before, row.absent_before),
-            ("after", row.after, want_after, change.after, row.absent_after),
-        ):
-            if want is None:
-                assert image_json is None, f"seq {change.seq} {side}"
-                continue
-            image = json.loads(image_json)
-            assert list(image) == want, f"seq {change.seq} {side}"
-            assert list(absent) == [n for n in change.shape.names if n not in want], f"seq {change.seq} {side}"
-            assert values is not None
-            for column in change.shape.columns:
-                if column.name not in image:
-                    continue
-                rendered = image[column.name]
-                decoded = _decoded_value(column.data_type, rendered)
-                problem = mismatch(column, decoded, rendered, values[column.name])
-                if problem:
-                    failures.append(f"seq {change.seq} {side} {column.name}: {problem}")
-    assert failures == []
+    assert change_table_mismatches(variant, _rows_of(built, variant, names), _truth(variant, names)) == []
 
 
 def _typed_matches(kind: str, typed: Any, raw: Any, truth: Any) -> bool:
