@@ -25,6 +25,7 @@ __all__ = [
     "DecoderSettings",
     "InputSettings",
     "PathOrUri",
+    "QualitySettings",
     "Section",
     "SilverSettings",
     "SparkSettings",
@@ -319,6 +320,36 @@ class SilverSettings(Section):
     )
 
 
+CheckName = Literal[
+    "offset_contiguity",
+    "file_fully_framed",
+    "checksums_verified",
+    "bad_files",
+    "known_event_types",
+    "rows_events_have_a_map",
+    "table_id_one_table",
+    "ddl_parse_coverage",
+    "rows_reconcile",
+    "op_matches_images",
+    "no_unknown_table",
+]
+"""The quality checks (their rules are data in `pipelines/quality/rules.py`)."""
+
+
+class QualitySettings(Section):
+    """What the quality gates do when a check fails (rules: `pipelines/quality/rules.py`)."""
+
+    actions: dict[CheckName, Literal["fail", "quarantine", "warn"]] = Field(
+        default_factory=dict,
+        description=(
+            "Action per check name, overriding its default: `fail` stops the run before the stage "
+            "writes (exit code 3), `quarantine` records bad input and goes on (exit code 4), `warn` "
+            "only records. E.g. `{offset_contiguity: warn}`."
+        ),
+    )
+    disabled: list[CheckName] = Field(default_factory=list, description="Checks not run at all.")
+
+
 class AppConfig(Section):
     """The whole configuration: one attribute per YAML section."""
 
@@ -327,3 +358,4 @@ class AppConfig(Section):
     storage: StorageSettings = Field(description="Delta Lake output.")
     decoder: DecoderSettings = Field(default_factory=DecoderSettings, description="Binlog decoding.")
     silver: SilverSettings = Field(default_factory=SilverSettings, description="Silver layer options.")
+    quality: QualitySettings = Field(default_factory=QualitySettings, description="Quality gates.")

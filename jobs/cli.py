@@ -1,0 +1,56 @@
+"""``binlog-lakehouse run|bronze|silver|gold --config FILE``: run stages and print the summary.
+
+Exit codes: 0 done; 1 unexpected error; 2 bad configuration or usage; 3 a quality gate failed
+(that stage was not written); 4 done, but bad input was quarantined.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import traceback
+from collections.abc import Sequence
+
+from pyspark.sql import SparkSession
+
+from conf.loader import ConfigError, load_config
+from conf.models import AppConfig
+from pipelines.run import EXIT_ERROR, EXIT_USAGE, STAGES, run, summary
+from pipelines.session import build_spark
+
+COMMANDS = {"run": STAGES, **{stage: (stage,) for stage in STAGES}}
+
+
+def parser() -> argparse.ArgumentParser:
+    """The command line."""
+    p = argparse.ArgumentParser(prog="binlog-lakehouse", description=__doc__.splitlines()[0])
+    p.add_argument("command", choices=sorted(COMMANDS), help="`run` runs bronze, silver and gold in order")
+    p.add_argument("--config", default=None, help="YAML configuration (default: conf/local.yaml)")
+    return p
+
+
+def main(
+    argv: Sequence[str] | None = None, *, config: AppConfig | None = None, spark: SparkSession | None = None
+) -> int:
+    """Run the command; ``config`` and ``spark`` may be injected (tests, notebooks)."""
+    try:
+        args = parser().parse_args(argv)
+    except SystemExit as exc:
+        return EXIT_USAGE if exc.code else 0
+    try:
+        cfg = config or load_config(args.config)
+    except ConfigError as exc:
+        print(f"binlog-lakehouse: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    try:
+        session = spark or build_spark(cfg.spark)
+        report = run(session, cfg, COMMANDS[args.command])
+        print(summary(session, cfg, report))
+        return report.exit_code
+    except Exception:
+        traceback.print_exc()
+        return EXIT_ERROR
+
+
+if __name__ == "__main__":
+    sys.exit(main())

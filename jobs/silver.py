@@ -1,0 +1,21 @@
+"""spark-submit entry point: `spark-submit jobs/silver.py --config conf/x.yaml` (the `silver` command)."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+if __package__ in (None, ""):  # run as a file by spark-submit: make the project importable
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from jobs.cli import main as cli_main
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the silver command with these arguments (`--config FILE`)."""
+    return cli_main(["silver", *(sys.argv[1:] if argv is None else argv)])
+
+
+if __name__ == "__main__":
+    sys.exit(main())

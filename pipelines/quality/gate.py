@@ -1,0 +1,81 @@
+"""Run one gate: fact frames -> great-expectations -> results with the configured action."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import UTC, datetime
+
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql.types import BooleanType, StringType, StructField, StructType, TimestampType
+
+from conf.models import QualitySettings
+from pipelines.quality.gx import CheckResult, validate
+from pipelines.quality.rules import RULES, Action
+
+GATE_RESULTS = StructType(
+    [
+        StructField("run_id", StringType(), False),
+        StructField("gate", StringType(), False),
+        StructField("check", StringType(), False),
+        StructField("success", BooleanType(), False),
+        StructField("action", StringType(), False),
+        StructField("observed", StringType(), False),
+        StructField("details", StringType(), False),
+        StructField("description", StringType(), False),
+        StructField("checked_at", TimestampType(), False),
+    ]
+)
+"""One row per check and run (``gate_results`` in the quality database)."""
+
+
+class GateFailed(RuntimeError):
+    """A check whose action is ``fail`` did not pass: the stage is not written."""
+
+
+@dataclass(frozen=True)
+class GateOutcome:
+    """What a gate found."""
+
+    gate: str
+    results: list[tuple[CheckResult, Action]]
+
+    @property
+    def failed(self) -> list[str]:
+        """Checks that stop the run."""
+        return [r.rule.name for r, action in self.results if not r.success and action == "fail"]
+
+    @property
+    def quarantined(self) -> list[str]:
+        """Checks that flag bad input (the run goes on)."""
+        return [r.rule.name for r, action in self.results if not r.success and action == "quarantine"]
+
+    def rows(self, run_id: str) -> list[dict[str, object]]:
+        """``gate_results`` rows."""
+        now = datetime.now(UTC)
+        return [
+            {
+                "run_id": run_id,
+                "gate": self.gate,
+                "check": r.rule.name,
+                "success": r.success,
+                "action": action,
+                "observed": r.observed,
+                "details": r.details,
+                "description": r.rule.description,
+                "checked_at": now,
+            }
+            for r, action in self.results
+        ]
+
+
+def run_gate(spark: SparkSession, gate: str, facts: dict[str, DataFrame], settings: QualitySettings) -> GateOutcome:
+    """Check ``facts`` (small frames, collected to pandas) with the rules of ``gate``."""
+    del spark  # facts are already bound to the session
+    rules = [r for r in RULES if r.gate == gate and r.name not in settings.disabled]
+    frames = {name: frame.toPandas() for name, frame in facts.items()}
+    results = validate(frames, rules)
+    actions: dict[str, Action] = {str(k): v for k, v in settings.actions.items()}
+    return GateOutcome(gate, [(r, actions.get(r.rule.name, r.rule.action)) for r in results])
+
+
+__all__ = ["GATE_RESULTS", "GateFailed", "GateOutcome", "run_gate"]
