@@ -166,7 +166,8 @@ class Lakehouse:
         if not self.settings.register_tables or table in self._registered:
             return
         database = _quote(self.database(table.layer))
-        self.spark.sql(f"CREATE DATABASE IF NOT EXISTS {database}")
+        if not any(done.layer == table.layer for done in self._registered):
+            self.spark.sql(f"CREATE DATABASE IF NOT EXISTS {database}")
         location = self.path(table).replace("'", "\\'")
         self.spark.sql(f"CREATE TABLE IF NOT EXISTS {self.qualified_name(table)} USING DELTA LOCATION '{location}'")
         self._registered.add(table)
