@@ -9,12 +9,18 @@ from pathlib import Path
 if __package__ in (None, ""):  # run as a file by spark-submit: make the project importable
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from pyspark.sql import SparkSession
+
+from conf.models import AppConfig
 from jobs.cli import main as cli_main
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    """Run the run command with these arguments (`--config FILE`)."""
-    return cli_main(["run", *(sys.argv[1:] if argv is None else argv)])
+def main(
+    argv: Sequence[str] | None = None, *, config: AppConfig | None = None, spark: SparkSession | None = None
+) -> int:
+    """Run the run command with these arguments (`--config FILE`); ``config``/``spark`` may be injected."""
+    args = ["run", *(sys.argv[1:] if argv is None else argv)]
+    return cli_main(args, config=config, spark=spark)
 
 
 if __name__ == "__main__":

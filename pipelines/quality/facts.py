@@ -24,7 +24,7 @@ def bronze_facts(events: DataFrame, files: DataFrame) -> DataFrame:
         (F.row_number().over(ordered) == 1) & (F.col("offset") != 4),
     ).toDF("file", "gap", "late_start")
     per_file = steps.groupBy("file").agg(
-        (F.sum(F.col("gap").cast("int")) + F.sum(F.col("late_start").cast("int"))).alias("offset_gaps")
+        F.sum(F.coalesce(F.col("gap").cast("int"), F.lit(0)) + F.col("late_start").cast("int")).alias("offset_gaps")
     )
     counts = events.groupBy("file").agg(
         F.sum((F.col("checksum_ok") == F.lit(False)).cast("int")).alias("checksum_failures"),
