@@ -32,7 +32,6 @@ def validate(frames: dict[str, pd.DataFrame], rules: list[Rule]) -> list[CheckRe
     """Run every rule on its fact frame with great-expectations (an ephemeral context)."""
     os.environ.setdefault("TQDM_DISABLE", "1")  # no metric progress bars in job logs
     import great_expectations as gx  # noqa: PLC0415 (imported on first use: it takes seconds)
-
     from great_expectations.data_context.types.base import ProgressBarsConfig  # noqa: PLC0415
 
     context = gx.get_context(mode="ephemeral")
