@@ -1,0 +1,72 @@
+"""A run killed in the middle of a stage's writes, then started again, ends with the same tables as
+a run that was never interrupted."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+from pyspark.sql import DataFrame, SparkSession
+
+from conf import AppConfig, InputSettings, StorageSettings
+from pipelines.run import run
+from pipelines.storage import Lakehouse, Layer, Table
+from tests.fixtures.truth import FIXTURES
+
+SAMPLE = FIXTURES / "sample"
+
+
+class Killed(RuntimeError):
+    """Stands for the process dying."""
+
+
+def config(root: Path) -> AppConfig:
+    return AppConfig(
+        input=InputSettings(path=str(SAMPLE)),
+        storage=StorageSettings(root=str(root), register_tables=False),
+    )
+
+
+def contents(lake: Lakehouse) -> dict[str, list[tuple[Any, ...]]]:
+    """Every row of every bronze, silver and gold table, sorted (progress tables left out)."""
+    tables = {}
+    for layer in (Layer.BRONZE, Layer.SILVER, Layer.GOLD):
+        for name in lake.tables(layer):
+            if name != "_progress":
+                rows = lake.read(Table(layer, name)).collect()
+                tables[f"{layer.value}.{name}"] = sorted((tuple(map(repr, r)) for r in rows), key=repr)
+    return tables
+
+
+@pytest.mark.parametrize("stage", ["silver", "gold"])
+def test_a_run_killed_while_a_stage_writes_converges_to_the_uninterrupted_tables(
+    spark: SparkSession, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, stage: str
+) -> None:
+    clean = config(tmp_path / "clean")
+    assert run(spark, clean).failed_gate is None
+
+    killed = config(tmp_path / "killed")
+    real = Lakehouse.replace_where
+    writes = {"n": 0}
+
+    def dying(self: Lakehouse, df: DataFrame, table: Table, predicate: str, **kw: Any) -> None:
+        if table.layer.value == stage:
+            writes["n"] += 1
+            if writes["n"] == 2:  # the first table of the stage is written, the second is not
+                raise Killed(f"killed while writing {table.name}")
+        real(self, df, table, predicate, **kw)
+
+    monkeypatch.setattr(Lakehouse, "replace_where", dying)
+    with pytest.raises(Killed):
+        run(spark, killed)
+    monkeypatch.setattr(Lakehouse, "replace_where", real)
+    again = run(spark, killed)
+    assert again.failed_gate is None
+    assert again.files_built[stage] == 5  # every file was still pending for the killed stage
+
+    want = contents(Lakehouse(spark, clean.storage))
+    got = contents(Lakehouse(spark, killed.storage))
+    assert sorted(got) == sorted(want)
+    for name in want:
+        assert got[name] == want[name], name
