@@ -69,6 +69,10 @@ _ATTRIBUTE_WORDS = frozenset(
 )
 
 
+_MUST_PARSE = (["ALTER", "TABLE"], ["CREATE", "TABLE"])
+"""Statements that change columns: when sqlglot keeps one as an opaque command, it is reported."""
+
+
 @dataclass(frozen=True, slots=True)
 class ColumnSpec:
     """One column as DDL declares it: its name, MySQL type text, nullability and character set."""
@@ -98,9 +102,24 @@ def _schema_of(table: exp.Table, default_schema: str | None) -> str | None:
 
 
 def _lower_type_name(text: str) -> str:
-    """``DECIMAL(8, 2)`` -> ``decimal(8, 2)``; ENUM/SET labels keep their case."""
-    head, paren, tail = text.partition("(")
-    return head.lower() + paren + tail
+    """``DECIMAL(8, 2) UNSIGNED`` -> ``decimal(8,2) unsigned`` (MySQL's spelling); quoted ENUM/SET
+    labels keep their case and spaces."""
+    out: list[str] = []
+    quote: str | None = None
+    previous = ""
+    for char in text:
+        if quote is not None:
+            out.append(char)
+            if char == quote:
+                quote = None
+        elif char in "'\"":
+            quote = char
+            out.append(char)
+        elif not (char == " " and previous == ","):
+            out.append(char.lower())
+        if quote is None or char != " ":
+            previous = char if quote is None else ""
+    return "".join(out)
 
 
 def _type_text(kind: exp.Expression | None) -> str:
@@ -204,6 +223,10 @@ def _place(columns: list[ColumnSpec], spec: ColumnSpec, position: tuple[str, str
         columns.insert(index + 1, spec)
 
 
+def _has(columns: list[ColumnSpec], name: str) -> bool:
+    return any(column.name.lower() == name.lower() for column in columns)
+
+
 def _index(columns: list[ColumnSpec], name: str) -> int:
     for i, column in enumerate(columns):
         if column.name.lower() == name.lower():
@@ -219,9 +242,10 @@ class SchemaRegistry:
 
     def columns(self, schema: str, table: str) -> list[ColumnSpec] | None:
         """The columns of a table, or None when it is not known."""
-        return self.tables.get(self._key(schema, table))
+        return self.tables.get(self.key(schema, table))
 
-    def _key(self, schema: str, table: str) -> TableKey:
+    def key(self, schema: str, table: str) -> TableKey:
+        """The registry's key of a table (names compared case-insensitively), or ``(schema, table)``."""
         for key in self.tables:
             if key[0].lower() == schema.lower() and key[1].lower() == table.lower():
                 return key
@@ -258,6 +282,8 @@ class SchemaRegistry:
                 result.objects.append((_schema_of(table, default_schema), table.name, "truncate"))
             elif error is not None:
                 result.error = error
+            elif isinstance(parsed, exp.Command) and _first_words(statement)[:2] in _MUST_PARSE:
+                result.error = f"statement not understood by the parser: {statement[:80]}"
         except (ParseError, TokenError, KeyError, ValueError) as exc:
             result.error = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
         return result
@@ -292,7 +318,7 @@ class SchemaRegistry:
             raise ValueError("table without a schema and no default schema")
         if parsed is not None and parsed.args.get("exists") and self.columns(schema, table.name) is not None:
             return  # CREATE TABLE IF NOT EXISTS over an existing table changes nothing
-        key = self._key(schema, table.name)
+        key = self.key(schema, table.name)
         self.tables[key] = columns
         result.objects.append((schema, table.name, "create"))
         result.changed.append(key)
@@ -304,7 +330,7 @@ class SchemaRegistry:
         schema = _schema_of(table, default_schema)
         if schema is None:
             raise ValueError("table without a schema and no default schema")
-        key = self._key(schema, table.name)
+        key = self.key(schema, table.name)
         current = self.tables.get(key)
         result.objects.append((schema, table.name, "alter"))
         if current is None:
@@ -313,9 +339,13 @@ class SchemaRegistry:
         renamed_to: exp.Table | None = None
         for action in parsed.args.get("actions") or []:
             if isinstance(action, exp.ColumnDef):
+                if action.args.get("exists") and _has(columns, action.name):
+                    continue  # ADD COLUMN IF NOT EXISTS of a column that exists
                 _place(columns, _spec_of(action), _position(action))
             elif isinstance(action, exp.Drop) and (action.args.get("kind") or "").upper() == "COLUMN":
                 for column in action.args.get("tables") or []:
+                    if action.args.get("exists") and not _has(columns, column.name):
+                        continue  # DROP COLUMN IF EXISTS of a column that does not exist
                     columns.pop(_index(columns, column.name))
             elif isinstance(action, exp.ModifyColumn):
                 definition = action.this
@@ -344,7 +374,7 @@ class SchemaRegistry:
             self._move(key, (_schema_of(renamed_to, schema) or schema, renamed_to.name), result)
 
     def _move(self, old: TableKey, new: TableKey, result: DdlResult) -> None:
-        columns = self.tables.pop(self._key(*old), None)
+        columns = self.tables.pop(self.key(*old), None)
         result.objects += [(old[0], old[1], "rename_from"), (new[0], new[1], "rename_to")]
         if columns is None:
             raise KeyError(f"RENAME of a table not known to the replay: {old[0]}.{old[1]}")
@@ -382,7 +412,7 @@ class SchemaRegistry:
         for table in parsed.args.get("tables") or [parsed.this]:
             schema = _schema_of(table, default_schema) or ""
             result.objects.append((schema, table.name, "drop"))
-            key = self._key(schema, table.name)
+            key = self.key(schema, table.name)
             if self.tables.pop(key, None) is not None:
                 result.dropped.append(key)
 

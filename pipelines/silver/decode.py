@@ -1,11 +1,10 @@
-"""Python-side decoding for silver: TABLE_MAP sequences of one file, and QUERY events.
+"""Python-side decoding for silver: TABLE_MAP and QUERY bodies, one bronze row at a time.
 
-These functions run in Spark's Python workers (``groupBy("file").applyInArrow`` and
-``mapInArrow``) and use ``binlog_core`` only.  :func:`maps_of_file` walks one file's TABLE_MAP,
-rows-event and FORMAT_DESCRIPTION markers in file order with exactly the rules of
-:class:`binlog_core.decoder.BinlogDecoder`: a map is in force from its offset until the rows
-event flagged STMT_END that ends its statement, a new map of the same table id, or the next
-FORMAT_DESCRIPTION; a TABLE_MAP that does not decode leaves the previous mapping of its id.
+These functions run in Spark's Python workers (``mapInArrow``) and use ``binlog_core`` only;
+nothing here needs the order of a file (the in-force ranges are computed afterwards by window
+functions, see :mod:`pipelines.silver.transforms`).  Rows events are never decoded here.
+
+``FormatDescription.from_json`` is cached by its string (a file has one or a few).
 """
 
 from __future__ import annotations
@@ -17,12 +16,13 @@ from typing import Any
 
 import pyarrow as pa
 
-from binlog_core.constants import EventType
+from binlog_core.charsets import collation_info
+from binlog_core.constants import ColumnType, EventType, Flavor
 from binlog_core.errors import BinlogError
 from binlog_core.event import Event, EventHeader, FormatDescription
 from binlog_core.events import decode_body
 from binlog_core.events.query import QueryEvent
-from binlog_core.table_map import TableMap, decode_table_map
+from binlog_core.table_map import BLOB_COMPRESSED, VARCHAR_COMPRESSED, Column, TableMap, decode_table_map
 
 ROWS_EVENT_TYPES = (
     EventType.WRITE_ROWS_V0,
@@ -43,7 +43,6 @@ ROWS_EVENT_TYPES = (
     EventType.DELETE_ROWS_COMPRESSED,
 )
 QUERY_EVENT_TYPES = (EventType.QUERY, EventType.QUERY_COMPRESSED, EventType.EXECUTE_LOAD_QUERY)
-_ROWS = frozenset(int(t) for t in ROWS_EVENT_TYPES)
 
 
 @lru_cache(maxsize=64)
@@ -68,35 +67,149 @@ def _event(row: dict[str, Any]) -> Event:
     )
 
 
-def _map_columns(table_map: TableMap) -> list[dict[str, Any]]:
-    return [
-        {
-            "position": c.index + 1,
-            "name": c.name,
-            "type": c.type_name,
-            "type_code": c.type,
-            "wire_type_code": c.wire_type,
-            "meta": c.meta,
-            "nullable": c.nullable,
-            "unsigned": c.unsigned,
-            "length": c.length,
-            "precision": c.precision,
-            "scale": c.scale,
-            "fsp": c.fsp,
-            "bits": c.bits,
-            "collation_id": c.collation,
-            "enum_values": list(c.enum_values) if c.enum_values is not None else None,
-            "set_values": list(c.set_values) if c.set_values is not None else None,
-            "geometry_type": c.geometry_type,
-            "vector_dimensions": c.vector_dimensions,
-            "visible": c.visible,
-            "primary_key_prefix": c.primary_key_prefix,
-        }
-        for c in table_map.columns
-    ]
+# -- MySQL type text of a TABLE_MAP column ---------------------------------------------------------
+
+_PLAIN_TYPES: dict[int, str] = {
+    ColumnType.TINY: "tinyint",
+    ColumnType.SHORT: "smallint",
+    ColumnType.INT24: "mediumint",
+    ColumnType.LONG: "int",
+    ColumnType.LONGLONG: "bigint",
+    ColumnType.FLOAT: "float",
+    ColumnType.DOUBLE: "double",
+    ColumnType.YEAR: "year",
+    ColumnType.DATE: "date",
+    ColumnType.NEWDATE: "date",
+    ColumnType.TIME: "time",
+    ColumnType.DATETIME: "datetime",
+    ColumnType.TIMESTAMP: "timestamp",
+    ColumnType.JSON: "json",
+    ColumnType.NULL: "null",
+}
+_FRACTIONAL: dict[int, str] = {
+    ColumnType.TIME2: "time",
+    ColumnType.DATETIME2: "datetime",
+    ColumnType.TIMESTAMP2: "timestamp",
+}
+_GEOMETRY_TYPES = (
+    "geometry",
+    "point",
+    "linestring",
+    "polygon",
+    "multipoint",
+    "multilinestring",
+    "multipolygon",
+    "geometrycollection",
+)
+_BLOB_SIZES = {1: "tiny", 2: "", 3: "medium", 4: "long"}
+_MAX_BYTES_PER_CHAR = {
+    "utf8mb4": 4,
+    "utf8mb3": 3,
+    "utf8": 3,
+    "utf16": 4,
+    "utf16le": 4,
+    "utf32": 4,
+    "ucs2": 2,
+    "gb18030": 4,
+    "ujis": 3,
+    "eucjpms": 3,
+    "big5": 2,
+    "gbk": 2,
+    "gb2312": 2,
+    "sjis": 2,
+    "cp932": 2,
+    "euckr": 2,
+}
+_BINARY_COLLATION = 63
 
 
-def _map_row(row: dict[str, Any], table_map: TableMap) -> dict[str, Any]:
+def _quoted(labels: tuple[str, ...]) -> str:
+    return ",".join("'" + label.replace("'", "''") + "'" for label in labels)
+
+
+def mysql_type(column: Column, charset: str | None) -> str:
+    """The column's type as ``SHOW CREATE TABLE`` writes it, as far as the map tells it.
+
+    ``int unsigned``, ``decimal(10,2)``, ``varchar(20)`` (characters: bytes over the charset's
+    widest character), ``datetime(3)``, ``enum('a','b')``.  When the map leaves the answer open
+    (a character column without charset metadata, an integer without signedness, an ENUM without
+    its labels) the binlog type name is returned in upper case instead (``VARCHAR``, ``LONG``).
+    """
+    code = column.type
+    sign = "" if not column.unsigned else " unsigned"
+    if code in _PLAIN_TYPES:
+        text = _PLAIN_TYPES[code]
+        if code in {ColumnType.TINY, ColumnType.SHORT, ColumnType.INT24, ColumnType.LONG, ColumnType.LONGLONG}:
+            return text + sign if column.unsigned is not None else column.type_name
+        return text + sign if code in {ColumnType.FLOAT, ColumnType.DOUBLE} else text
+    if code in _FRACTIONAL:
+        return _FRACTIONAL[code] + (f"({column.fsp})" if column.fsp else "")
+    if code == ColumnType.NEWDECIMAL:
+        return f"decimal({column.precision},{column.scale}){sign}"
+    if code == ColumnType.BIT:
+        return f"bit({column.bits})"
+    if code == ColumnType.ENUM and column.enum_values is not None:
+        return f"enum({_quoted(column.enum_values)})"
+    if code == ColumnType.SET and column.set_values is not None:
+        return f"set({_quoted(column.set_values)})"
+    if code == ColumnType.GEOMETRY:
+        kind = column.geometry_type
+        return _GEOMETRY_TYPES[kind] if kind is not None and 0 <= kind < len(_GEOMETRY_TYPES) else "geometry"
+    if code == ColumnType.VECTOR:
+        return f"vector({column.vector_dimensions})" if column.vector_dimensions is not None else "VECTOR"
+    if column.collation is None:
+        return column.type_name
+    binary = column.collation == _BINARY_COLLATION
+    if code in {ColumnType.BLOB, BLOB_COMPRESSED} and column.pack_length in _BLOB_SIZES:
+        return _BLOB_SIZES[column.pack_length] + ("blob" if binary else "text")
+    if charset is None:
+        return column.type_name
+    chars = column.length // (_MAX_BYTES_PER_CHAR.get(charset, 1) if not binary else 1)
+    if code in {ColumnType.VARCHAR, ColumnType.VAR_STRING, VARCHAR_COMPRESSED}:
+        return f"varbinary({chars})" if binary else f"varchar({chars})"
+    if code == ColumnType.STRING:
+        return f"binary({chars})" if binary else f"char({chars})"
+    return column.type_name
+
+
+def _map_columns(table_map: TableMap, flavor: Flavor) -> list[dict[str, Any]]:
+    out = []
+    for c in table_map.columns:
+        info = collation_info(c.collation, flavor) if c.collation is not None else None
+        charset = info.charset if info is not None else None
+        out.append(
+            {
+                "position": c.index + 1,
+                "name": c.name,
+                "type": c.type_name,
+                "type_code": c.type,
+                "wire_type_code": c.wire_type,
+                "meta": c.meta,
+                "nullable": c.nullable,
+                "unsigned": c.unsigned,
+                "length": c.length,
+                "precision": c.precision,
+                "scale": c.scale,
+                "fsp": c.fsp,
+                "bits": c.bits,
+                "pack_length": c.pack_length,
+                "collation_id": c.collation,
+                "charset": charset,
+                "collation": info.name if info is not None else None,
+                "enum_values": list(c.enum_values) if c.enum_values is not None else None,
+                "set_values": list(c.set_values) if c.set_values is not None else None,
+                "geometry_type": c.geometry_type,
+                "vector_dimensions": c.vector_dimensions,
+                "visible": c.visible,
+                "primary_key_prefix": c.primary_key_prefix,
+                "mysql_type": mysql_type(c, charset),
+            }
+        )
+    return out
+
+
+def map_row(row: dict[str, Any], table_map: TableMap, flavor: Flavor) -> dict[str, Any]:
+    """A ``table_maps`` row (in-force range and rows-event count still empty) for a decoded map."""
     return {
         "file": row["file"],
         "file_name": row["file_name"],
@@ -108,22 +221,15 @@ def _map_row(row: dict[str, Any], table_map: TableMap) -> dict[str, Any]:
         "table_name": table_map.table,
         "column_count": len(table_map.columns),
         "column_types": [c.type for c in table_map.columns],
-        "column_names": list(table_map.column_names) if table_map.has_names else None,
-        "columns": _map_columns(table_map),
+        "column_names": [c.name for c in table_map.columns] if table_map.has_names else None,
+        "columns": _map_columns(table_map, flavor),
         "primary_key": [i + 1 for i in table_map.primary_key],
         "optional_fields": list(table_map.optional_fields),
+        "unknown_optional": [{"field_type": t, "value": v} for t, v in table_map.unknown_optional],
         "fingerprint": table_map.fingerprint,
         "in_force_from": row["offset"],
-        "in_force_until": None,
-        "ended_by": None,
-        "rows_events": 0,
-        "resolved_column_names": None,
-        "names_source": None,
         "body": row["body"],
         "format_description": row["format_description"],
-        "problem_code": None,
-        "problem_message": None,
-        "problem_path": None,
         "event_type_name": "TABLE_MAP",
     }
 
@@ -142,72 +248,62 @@ def _error_row(row: dict[str, Any], exc: BinlogError, event_type_name: str) -> d
     }
 
 
-def _sort_key(row: dict[str, Any]) -> tuple[int, int]:
-    inner = row["inner_index"]
-    return (row["offset"], -1 if inner is None else inner)
+def _batch(rows: list[dict[str, Any]], schema: pa.Schema) -> pa.RecordBatch:
+    return pa.RecordBatch.from_pylist([{name: r.get(name) for name in schema.names} for r in rows], schema=schema)
 
 
-def maps_of_file(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """The decoded maps of one file with their in-force ranges, plus error rows (see module doc).
+def table_map_rows(batches: Iterator[pa.RecordBatch], schema: pa.Schema) -> Iterator[pa.RecordBatch]:
+    """``mapInArrow``: bronze TABLE_MAP events -> ``table_maps``-shaped rows and error rows.
 
-    ``rows``: the file's TABLE_MAP, rows and FORMAT_DESCRIPTION events (bronze columns; ``body``
-    needed for TABLE_MAP only), checksum failures already removed.
+    An error row has ``problem_code``/``problem_message``/``problem_path`` set (and the event's
+    body); the same body under the same FORMAT_DESCRIPTION is decoded once per partition.
     """
-    out: list[dict[str, Any]] = []
-    open_maps: dict[int, dict[str, Any]] = {}
-
-    def close_all(offset: int, reason: str) -> None:
-        for mapped in open_maps.values():
-            mapped["in_force_until"], mapped["ended_by"] = offset, reason
-        open_maps.clear()
-
     cache: dict[tuple[bytes, str], TableMap] = {}
-    for row in sorted(rows, key=_sort_key):
-        type_code = row["event_type"]
-        if type_code == EventType.FORMAT_DESCRIPTION:
-            close_all(row["offset"], "format_description")
-        elif type_code == EventType.TABLE_MAP:
+    for batch in batches:
+        out = []
+        for row in batch.to_pylist():
             key = (row["body"], row["format_description"])
+            fde = description(row["format_description"])
             try:
-                table_map = cache.get(key) or decode_table_map(row["body"], description(row["format_description"]))
+                table_map = cache.get(key) or decode_table_map(row["body"], fde)
             except BinlogError as exc:
                 out.append(_error_row(row, exc, "TABLE_MAP"))
                 continue
+            if len(cache) > 4096:
+                cache.clear()
             cache[key] = table_map
-            previous = open_maps.pop(table_map.table_id, None)
-            if previous is not None:
-                previous["in_force_until"], previous["ended_by"] = row["offset"], "replaced"
-            mapped = _map_row(row, table_map)
-            open_maps[table_map.table_id] = mapped
-            out.append(mapped)
-        elif type_code in _ROWS:
-            mapped_now = open_maps.get(row["table_id"])
-            if mapped_now is not None:
-                mapped_now["rows_events"] += 1
-            if row["statement_end"]:
-                close_all(row["offset"], "statement_end")
-    return out
-
-
-def maps_of_file_arrow(table: pa.Table, schema: pa.Schema) -> pa.Table:
-    """``applyInArrow`` adapter of :func:`maps_of_file` (one group = one file)."""
-    rows = maps_of_file(table.to_pylist())
-    return pa.Table.from_pylist([{name: r.get(name) for name in schema.names} for r in rows], schema=schema)
-
-
-def _status_vars(query: QueryEvent) -> dict[str, str]:
-    values: dict[str, str] = {}
-    for name, value in vars_of(query.status_vars).items():
-        if value is None or name == "codes":
-            continue
-        values[name] = value if isinstance(value, str) else json.dumps(value, default=str)
-    return values
+            out.append(map_row(row, table_map, fde.flavor))
+        if out:
+            yield _batch(out, schema)
 
 
 def vars_of(status_vars: object) -> dict[str, Any]:
     """The fields of a (slotted) status-variables dataclass as a dict."""
     fields = getattr(status_vars, "__dataclass_fields__", {})
     return {name: getattr(status_vars, name) for name in fields}
+
+
+def _jsonable(value: Any) -> Any:
+    if isinstance(value, bytes):
+        return "hex:" + value.hex()
+    if isinstance(value, (list, tuple)):
+        return [_jsonable(v) for v in value]
+    if isinstance(value, dict):
+        return {str(k): _jsonable(v) for k, v in value.items()}
+    if value is None or isinstance(value, (str, int, float, bool)):
+        return value
+    return str(value)
+
+
+def status_vars(query: QueryEvent) -> tuple[dict[str, str], str]:
+    """The status variables the event carries: as strings (a map) and, typed, as a JSON object."""
+    present = {
+        name: _jsonable(value)
+        for name, value in vars_of(query.status_vars).items()
+        if value is not None and name != "codes"
+    }
+    as_text = {name: v if isinstance(v, str) else json.dumps(v, sort_keys=True) for name, v in present.items()}
+    return as_text, json.dumps(present, sort_keys=True)
 
 
 def query_rows(batches: Iterator[pa.RecordBatch], schema: pa.Schema) -> Iterator[pa.RecordBatch]:
@@ -223,6 +319,7 @@ def query_rows(batches: Iterator[pa.RecordBatch], schema: pa.Schema) -> Iterator
             if not isinstance(body, QueryEvent):
                 continue
             text = body.statement if isinstance(body.statement, str) else None
+            variables, variables_json = status_vars(body)
             out.append(
                 {
                     "file": row["file"],
@@ -240,15 +337,22 @@ def query_rows(batches: Iterator[pa.RecordBatch], schema: pa.Schema) -> Iterator
                     "statement": text,
                     "statement_raw": None if text is not None else body.statement,
                     "kind": str(body.kind),
-                    "status_vars": _status_vars(body),
+                    "status_vars": variables,
+                    "status_vars_json": variables_json,
                     "unknown_status_code": body.unknown_status_code,
-                    "objects": None,
-                    "ddl_parsed": None,
-                    "ddl_error": None,
                 }
             )
         if out:
-            yield pa.RecordBatch.from_pylist([{n: r.get(n) for n in schema.names} for r in out], schema=schema)
+            yield _batch(out, schema)
 
 
-__all__ = ["QUERY_EVENT_TYPES", "ROWS_EVENT_TYPES", "description", "maps_of_file", "maps_of_file_arrow", "query_rows"]
+__all__ = [
+    "QUERY_EVENT_TYPES",
+    "ROWS_EVENT_TYPES",
+    "description",
+    "map_row",
+    "mysql_type",
+    "query_rows",
+    "status_vars",
+    "table_map_rows",
+]

@@ -36,13 +36,33 @@ TABLE_MAP_COLUMN = StructType(
         StructField("scale", IntegerType(), False),
         StructField("fsp", IntegerType(), False),
         StructField("bits", IntegerType(), False),
-        StructField("collation_id", IntegerType(), True),
+        StructField("pack_length", IntegerType(), False),
+        StructField("collation_id", IntegerType(), True),  # default charset, per-column overrides and charsets
+        StructField("charset", StringType(), True),  # name of the collation's character set
+        StructField("collation", StringType(), True),  # collation name, as the file's flavour names it
         StructField("enum_values", ArrayType(StringType(), False), True),
         StructField("set_values", ArrayType(StringType(), False), True),
         StructField("geometry_type", IntegerType(), True),
         StructField("vector_dimensions", IntegerType(), True),
         StructField("visible", BooleanType(), True),
         StructField("primary_key_prefix", IntegerType(), True),  # null: not in the key; 0: whole column
+        StructField("mysql_type", StringType(), False),  # MySQL type text when the map tells it, else `type`
+    ]
+)
+
+UNKNOWN_OPTIONAL = StructType(
+    [StructField("field_type", IntegerType(), False), StructField("value", BinaryType(), False)]
+)
+
+HISTORY_COLUMN = StructType(
+    [
+        StructField("position", IntegerType(), True),
+        StructField("name", StringType(), True),
+        # MySQL type text ("decimal(10,2)", "int unsigned"); a map's binlog type name ("VARCHAR") when it cannot tell
+        StructField("type", StringType(), True),
+        StructField("nullable", BooleanType(), True),
+        StructField("charset", StringType(), True),
+        StructField("collation", StringType(), True),
     ]
 )
 
@@ -59,13 +79,16 @@ TABLE_MAPS = StructType(
         StructField("columns", ArrayType(TABLE_MAP_COLUMN, False), False),
         StructField("primary_key", ArrayType(IntegerType(), False), False),  # 1-based positions
         StructField("optional_fields", ArrayType(IntegerType(), False), False),  # optional-metadata types present
+        StructField("unknown_optional", ArrayType(UNKNOWN_OPTIONAL, False), False),  # fields this decoder skips
         StructField("fingerprint", StringType(), False),
         StructField("in_force_from", LongType(), False),  # offset of the map
         StructField("in_force_until", LongType(), True),  # offset of the event that ends it (null: end of file)
+        StructField("in_force_until_inner_index", IntegerType(), True),  # its inner index (compressed payloads)
         StructField("ended_by", StringType(), True),  # statement_end | replaced | format_description | null
         StructField("rows_events", LongType(), False),  # rows events read with this map
-        StructField("resolved_column_names", ArrayType(StringType(), True), True),  # names, else schema history's
-        StructField("names_source", StringType(), True),  # table_map | ddl | seed | null
+        StructField("resolved_columns", ArrayType(HISTORY_COLUMN, False), True),  # the map's, else the history's
+        StructField("resolved_column_names", ArrayType(StringType(), True), True),  # names of resolved_columns
+        StructField("names_source", StringType(), True),  # table_map (its own) | ddl | seed | null
         StructField("body", BinaryType(), False),
         StructField("format_description", StringType(), False),
     ]
@@ -81,7 +104,8 @@ TABLE_ID_LIFECYCLE = StructType(
         StructField("first_offset", LongType(), True),
         StructField("last_offset", LongType(), True),  # where the id's last mapping ends
         StructField("maps", LongType(), False),
-        StructField("rows_events", LongType(), True),
+        StructField("rows_events", LongType(), False),  # rows events read with one of the id's maps
+        StructField("rows", LongType(), True),  # always null here: rows are counted in gold (needs decoding)
         StructField("fingerprints", ArrayType(StringType(), False), False),
         StructField("reused_for_other_table", BooleanType(), False),
         StructField("reused_for_other_shape", BooleanType(), False),
@@ -112,6 +136,7 @@ DDL_EVENTS = StructType(
         StructField("statement_raw", BinaryType(), True),  # the bytes when it does not decode
         StructField("kind", StringType(), False),  # BEGIN, COMMIT, ROLLBACK, XA, SAVEPOINT, DDL, DML, OTHER
         StructField("status_vars", MapType(StringType(), StringType(), True), False),
+        StructField("status_vars_json", StringType(), False),  # the same, typed values, as a JSON object
         StructField("unknown_status_code", IntegerType(), True),
         StructField("objects", ArrayType(DDL_OBJECT, False), True),  # DDL only
         StructField("ddl_parsed", BooleanType(), True),  # DDL only: replayed without error
@@ -119,17 +144,6 @@ DDL_EVENTS = StructType(
     ]
 )
 """Every QUERY event with its session context; DDL with the objects it touches (``ddl_events``)."""
-
-HISTORY_COLUMN = StructType(
-    [
-        StructField("position", IntegerType(), False),
-        StructField("name", StringType(), True),
-        StructField("type", StringType(), False),  # MySQL type text (DDL/seed) or binlog type name (table map)
-        StructField("nullable", BooleanType(), True),
-        StructField("charset", StringType(), True),
-        StructField("collation", StringType(), True),
-    ]
-)
 
 SCHEMA_HISTORY = StructType(
     [

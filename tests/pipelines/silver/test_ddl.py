@@ -4,7 +4,11 @@ from __future__ import annotations
 
 import pytest
 
+from binlog_core.decoder import decode_file
+from binlog_core.events.query import QueryEvent, StatementKind
+from binlog_core.table_map import TableMap
 from pipelines.silver.ddl import ColumnSpec, SchemaRegistry, parse_seed
+from tests.fixtures.truth import FIXTURES
 
 
 def names(registry: SchemaRegistry, schema: str, table: str) -> list[str] | None:
@@ -22,9 +26,9 @@ def test_create_table_records_names_types_nullability_and_charsets() -> None:
     assert (result.objects, result.changed, result.error) == ([("shop", "t", "create")], [("shop", "t")], None)
     assert registry.columns("shop", "t") == [
         ColumnSpec("id", "bigint unsigned", False),
-        ColumnSpec("price", "decimal(10, 2)", True),
+        ColumnSpec("price", "decimal(10,2)", True),
         ColumnSpec("label", "varchar(20)", True, "latin1"),
-        ColumnSpec("e", "enum('a,b', 'Ωμέγα')", True),
+        ColumnSpec("e", "enum('a,b','Ωμέγα')", True),
     ]
 
 
@@ -101,3 +105,107 @@ def test_a_seed_snapshot_of_show_create_table_outputs_seeds_the_registry() -> No
     )
     assert names(seed, "shop", "orders") == ["id", "note"]
     assert names(seed, "other", "items") == ["sku"]
+
+
+def test_every_ddl_of_the_full_fixture_replays_to_the_column_names_its_table_maps_carry() -> None:
+    registry = SchemaRegistry()
+    checked = 0
+    for path in sorted((FIXTURES / "full").glob("mysql-bin.0*")):
+        for item in decode_file(path):
+            body = item.body
+            if isinstance(body, QueryEvent) and body.kind == StatementKind.DDL:
+                assert isinstance(body.statement, str)
+                result = registry.apply(body.statement, body.schema or None)
+                assert result.error is None, body.statement
+            elif isinstance(body, TableMap):
+                assert names(registry, body.schema, body.table) == list(body.column_names), body.qualified_name
+                checked += 1
+    assert checked > 50
+
+
+def test_quoting_comments_enum_labels_generated_and_invisible_columns() -> None:
+    registry = SchemaRegistry()
+    result = registry.apply(
+        "CREATE TABLE `s`.`t` (\n"
+        "  `id` int(11) NOT NULL AUTO_INCREMENT COMMENT 'pk, (id)',\n"
+        "  `e` enum('a,b','c''d','E F') DEFAULT NULL, /* a comment, with a comma */\n"
+        "  `d` decimal(12,3) unsigned DEFAULT NULL,\n"
+        "  `g` int GENERATED ALWAYS AS (`id` + 1) VIRTUAL,\n"
+        "  `h` varchar(10) AS (concat(`e`, 'x')) STORED,\n"
+        "  `secret` int INVISIBLE,\n"
+        "  `note` text CHARACTER SET latin1 COLLATE latin1_bin NOT NULL,\n"
+        "  PRIMARY KEY (`id`), KEY `k` (`d`, `e`)\n"
+        ") ENGINE=InnoDB -- trailing comment",
+        None,
+    )
+    assert result.error is None
+    assert registry.columns("s", "t") == [
+        ColumnSpec("id", "int(11)", False),
+        ColumnSpec("e", "enum('a,b','c''d','E F')", True),
+        ColumnSpec("d", "decimal(12,3) unsigned", True),
+        ColumnSpec("g", "int", True),
+        ColumnSpec("h", "varchar(10)", True),
+        ColumnSpec("secret", "int", True),
+        ColumnSpec("note", "text", False, "latin1", "latin1_bin"),
+    ]
+
+
+def test_create_like_alter_rename_to_multi_rename_and_multi_drop() -> None:
+    registry = SchemaRegistry()
+    registry.apply("CREATE TABLE db.a (x INT)", None)
+    registry.apply("CREATE TABLE b LIKE a", "db")
+    assert names(registry, "db", "b") == ["x"]
+    registry.apply("ALTER TABLE db.b ADD y INT", None)
+    moved = registry.apply("ALTER TABLE db.b RENAME TO db.c", None)
+    assert (moved.dropped, moved.changed) == ([("db", "b")], [("db", "c")])
+    swapped = registry.apply("RENAME TABLE db.a TO db.tmp, db.c TO db.a, db.tmp TO db.c", None)
+    assert swapped.error is None
+    assert (names(registry, "db", "a"), names(registry, "db", "c")) == (["x", "y"], ["x"])
+    dropped = registry.apply("DROP TABLE IF EXISTS db.a, db.c, db.never", None)
+    assert dropped.error is None
+    assert [o[1] for o in dropped.objects] == ["a", "c", "never"]
+    assert registry.tables == {}
+
+
+def test_if_exists_and_if_not_exists_on_columns_and_databases() -> None:
+    registry = SchemaRegistry()
+    assert registry.apply(
+        "CREATE DATABASE IF NOT EXISTS `shop` /*!40100 DEFAULT CHARACTER SET utf8mb4 */", None
+    ).objects == [("shop", "shop", "create_database")]
+    registry.apply("CREATE TABLE shop.t (id INT)", None)
+    for statement in [
+        "ALTER TABLE shop.t ADD COLUMN IF NOT EXISTS id BIGINT",
+        "ALTER TABLE shop.t DROP COLUMN IF EXISTS nope",
+    ]:
+        result = registry.apply(statement, None)
+        assert (result.error, result.changed) == (None, []), statement
+    assert registry.columns("shop", "t") == [ColumnSpec("id", "int", True)]
+    dropped = registry.apply("DROP DATABASE IF EXISTS shop", None)
+    assert (dropped.objects, dropped.dropped) == ([("shop", "shop", "drop_database")], [("shop", "t")])
+
+
+@pytest.mark.parametrize(
+    "statement",
+    [
+        "ALTER TABLE db.t ADD COLUMN (x INT, y INT)",  # sqlglot keeps this form as an opaque command
+        "ALTER TABLE db.t DROP COLUMN nope",
+        "CREATE TABLE db.copy AS SELECT * FROM db.t",
+    ],
+)
+def test_statements_the_replay_cannot_follow_are_reported_and_change_nothing(statement: str) -> None:
+    registry = SchemaRegistry()
+    registry.apply("CREATE TABLE db.t (id INT)", None)
+    assert registry.apply(statement, None).error is not None
+    assert list(registry.tables) == [("db", "t")] and names(registry, "db", "t") == ["id"]
+
+
+def test_statements_without_a_table_change_are_accepted_silently() -> None:
+    registry = SchemaRegistry()
+    registry.apply("CREATE TABLE db.t (id INT)", None)
+    for statement in [
+        "ALTER TABLE db.t ADD INDEX ix (id)",
+        "GRANT SELECT ON db.* TO 'u'@'%'",
+        "CREATE VIEW db.v AS SELECT 1",
+    ]:
+        result = registry.apply(statement, None)
+        assert (result.error, result.changed, result.dropped) == (None, [], []), statement

@@ -46,10 +46,10 @@ def truth_columns(variant: Path) -> dict[tuple[str, str], set[tuple[str, ...]]]:
 def nolog(spark: SparkSession, tmp_path_factory: pytest.TempPathFactory) -> tuple[AppConfig, Lakehouse]:
     cfg, lake = build_lake(spark, NOLOG, tmp_path_factory.mktemp("silver_nolog"))
     out = build_silver(spark, cfg, lake)
-    assert_schema_equality(out.table_maps.schema, TABLE_MAPS)
-    assert_schema_equality(out.table_id_lifecycle.schema, TABLE_ID_LIFECYCLE)
-    assert_schema_equality(out.ddl_events.schema, DDL_EVENTS)
-    assert_schema_equality(out.schema_history.schema, SCHEMA_HISTORY)
+    assert_schema_equality(out.table_maps.schema, TABLE_MAPS, ignore_nullable=True)
+    assert_schema_equality(out.table_id_lifecycle.schema, TABLE_ID_LIFECYCLE, ignore_nullable=True)
+    assert_schema_equality(out.ddl_events.schema, DDL_EVENTS, ignore_nullable=True)
+    assert_schema_equality(out.schema_history.schema, SCHEMA_HISTORY, ignore_nullable=True)
     write_silver(lake, out)
     return cfg, lake
 
