@@ -63,6 +63,7 @@ _ATTRIBUTE_WORDS = frozenset(
         "COLUMN_FORMAT",
         "STORAGE",
         "SRID",
+        "REF_SYSTEM_ID",
         "WITHOUT",
         "WITH",
     }
