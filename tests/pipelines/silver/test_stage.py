@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 from collections import defaultdict
 from pathlib import Path
 
@@ -10,10 +11,12 @@ import pytest
 from chispa.schema_comparer import assert_schema_equality
 from pyspark.sql import SparkSession
 
-from binlog_core.decoder import BinlogDecoder
+from binlog_core.decoder import BinlogDecoder, decode_file
+from binlog_core.events.query import QueryEvent
 from binlog_core.framing import iter_events
 from binlog_core.rows import ROWS_KINDS, decode_rows_header
 from conf import AppConfig, InputSettings, StorageSettings
+from conf.models import SilverSettings
 from pipelines.bronze.stage import build_bronze, write_bronze
 from pipelines.silver.schema import DDL_EVENTS, SCHEMA_HISTORY, TABLE_ID_LIFECYCLE, TABLE_MAPS
 from pipelines.silver.stage import build_silver, write_silver
@@ -154,3 +157,50 @@ def test_a_second_silver_run_has_nothing_to_do(spark: SparkSession, built: tuple
     assert again.files == []
     write_silver(lake, again)
     assert lake.read(Table.silver("table_maps")).count() == before
+
+
+def test_a_seed_snapshot_names_tables_created_before_the_first_file(spark: SparkSession, tmp_path: Path) -> None:
+    variant = FIXTURES / "metadata_nolog"
+    binlogs = tmp_path / "binlogs"
+    binlogs.mkdir()
+    shutil.copy(variant / "mysql-bin.000004", binlogs)  # its tables were created in file 1, not given here
+    creates = [
+        item.body.statement
+        for item in decode_file(variant / "mysql-bin.000001")
+        if isinstance(item.body, QueryEvent) and str(item.body.statement).startswith("CREATE TABLE")
+    ]
+    seed = tmp_path / "seed.sql"
+    seed.write_text("USE fixture;\n" + ";\n".join(str(s).replace("fixture.", "") for s in creates) + ";\n")
+    cfg = AppConfig(
+        input=InputSettings(path=str(binlogs)),
+        storage=StorageSettings(root=str(tmp_path / "lake"), register_tables=False),
+        silver=SilverSettings(seed_path=str(seed)),
+    )
+    lake = Lakehouse(spark, cfg.storage)
+    bronze = build_bronze(spark, cfg, lake)
+    write_bronze(lake, bronze)
+    bronze.unpersist()
+    out = build_silver(spark, cfg, lake)
+    maps = out.table_maps.where("rows_events > 0").collect()
+    sources = {(m.schema_name, m.table_name): m.names_source for m in maps}
+    assert sources == {
+        ("fixture", "t_binary"): "seed",
+        ("fixture", "t_counter"): "seed",
+        ("fixture", "t_int"): "seed",
+        ("fixture", "t_myisam"): "seed",
+        ("fixture", "t_nopk"): "seed",
+        ("fixture", "t_replace"): "seed",
+        ("fixture", "t_string"): "seed",
+        ("fixture_extra", "t_int"): "ddl",
+    }
+    expected = {k: v for k, v in truth_columns(variant).items() if k[0] == "mysql-bin.000004"}
+    resolved: dict[tuple[str, str], set[tuple[str, ...]]] = defaultdict(set)
+    for m in maps:
+        resolved[(m.file_name, f"{m.schema_name}.{m.table_name}")].add(tuple(m.resolved_column_names))
+    assert resolved == expected
+    seeded = out.schema_history.where("source = 'seed'").collect()
+    assert {r.table_name for r in seeded} == {
+        "t_int", "t_decimal", "t_bityear", "t_temporal", "t_string", "t_binary", "t_enumset",
+        "t_json_geo", "t_inet_uuid", "t_nopk", "t_myisam", "t_replace", "t_counter", "t_bulk", "t_big",
+    }  # fmt: skip
+    assert {(r.version, r.valid_from_file, r.schema_name) for r in seeded} == {(1, None, "fixture")}
