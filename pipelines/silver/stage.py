@@ -115,11 +115,15 @@ def decode_queries(events: DataFrame) -> DataFrame:
     return queries.mapInArrow(per_partition, QUERIES_OUT)
 
 
-def _load_seed(cfg: AppConfig) -> SchemaRegistry | None:
+def _load_seed(spark: SparkSession, cfg: AppConfig) -> SchemaRegistry | None:
+    """The seed snapshot of ``silver.seed_path`` (a local path or any URI Spark reads), or None."""
     path = cfg.silver.seed_path
     if path is None:
         return None
-    return parse_seed(Path(path.removeprefix("file:")).read_text(encoding="utf-8"))
+    if "://" not in path:
+        return parse_seed(Path(path.removeprefix("file:")).read_text(encoding="utf-8"))
+    first = spark.read.text(path, wholetext=True).first()
+    return parse_seed("" if first is None else first[0])
 
 
 def _attach_replay(spark: SparkSession, queries: DataFrame, results: dict[Position, DdlResult]) -> DataFrame:
@@ -195,7 +199,7 @@ def build_silver(spark: SparkSession, cfg: AppConfig, lake: Lakehouse) -> Silver
     shape_columns += ["column_names", "columns"]
     old_maps = lake.read_or_empty(TABLE_MAPS_TABLE, TABLE_MAPS).where(f"NOT ({predicate})")
     all_maps = old_maps.select(*shape_columns).unionByName(new_maps.select(*shape_columns))
-    history_rows, results = replay_history(_load_seed(cfg), ddl, _shape_rows(all_maps))
+    history_rows, results = replay_history(_load_seed(spark, cfg), ddl, _shape_rows(all_maps))
     history = spark.createDataFrame(history_rows, SCHEMA_HISTORY).persist()
     table_maps = new_maps.transform(resolve_columns(history)).transform(conform(TABLE_MAPS)).persist()
     ddl_events = _attach_replay(spark, new_queries, results).persist()

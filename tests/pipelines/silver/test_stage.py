@@ -174,7 +174,7 @@ def test_a_seed_snapshot_names_tables_created_before_the_first_file(spark: Spark
     cfg = AppConfig(
         input=InputSettings(path=str(binlogs)),
         storage=StorageSettings(root=str(tmp_path / "lake"), register_tables=False),
-        silver=SilverSettings(seed_path=str(seed)),
+        silver=SilverSettings(seed_path=seed.as_uri()),  # read through Spark, as an s3a:// seed would be
     )
     lake = Lakehouse(spark, cfg.storage)
     bronze = build_bronze(spark, cfg, lake)
