@@ -22,8 +22,6 @@ from pathlib import Path
 from binlog_core.cursor import Cursor
 from binlog_core.framing import open_events
 
-CORPUS = Path(__file__).resolve().parents[3] / "shared" / "corpus"
-"""The shared binlog corpus next to the project."""
 JSON_TYPE = 245
 
 ROWS_EVENTS = ("WRITE_ROWS", "UPDATE_ROWS", "DELETE_ROWS", "PARTIAL_UPDATE_ROWS")

@@ -10,17 +10,12 @@ import pytest
 
 from binlog_core.decoder import decode_file
 from binlog_core.errors import BinlogError
+from tests.harness.corpus import CORPUS, corpus_files
 
-CORPUS = Path(__file__).resolve().parents[3] / "shared" / "corpus"
-FILES = (
-    sorted(p.relative_to(CORPUS).as_posix() for p in CORPUS.rglob("*") if p.is_file() and p.suffix != ".md")
-    if CORPUS.is_dir()
-    else []
-)
+FILES = corpus_files()
 
 pytestmark = [
     pytest.mark.corpus,
-    pytest.mark.skipif(not FILES, reason=f"the shared binlog corpus is not at {CORPUS}"),
 ]
 
 FATAL: dict[str, tuple[str, int]] = {

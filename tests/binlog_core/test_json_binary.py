@@ -22,7 +22,8 @@ from binlog_core.json_binary import (
     render_json_diffs,
     time_from_packed,
 )
-from tests.binlog_core.json_corpus import CORPUS, json_values, rows_queries
+from tests.binlog_core.json_corpus import json_values, rows_queries
+from tests.harness.corpus import CORPUS
 
 # --- a small encoder for hand-built documents, written from json_binary.h ---------------------
 
@@ -413,6 +414,7 @@ def test_every_truncated_prefix_of_a_real_diff_is_a_truncation() -> None:
                 decode_json_diff(data[:cut])
 
 
+@pytest.mark.corpus
 @settings(max_examples=400, deadline=None)
 @given(st.data())
 def test_flipped_bytes_decode_or_raise_only_decoder_errors(data: st.DataObject) -> None:

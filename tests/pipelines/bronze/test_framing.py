@@ -30,10 +30,10 @@ from pipelines.bronze.framing import (
 )
 from pipelines.bronze.schema import BINLOG_EVENTS, BINLOG_FILES, QUARANTINE
 from tests.fixtures.truth import FIXTURES
+from tests.harness.corpus import corpus_path
 
 SAMPLE = FIXTURES / "sample"
 COMPRESSED = FIXTURES / "compressed"
-CORPUS = Path(__file__).resolve().parents[4] / "shared" / "corpus"
 
 Framing = tuple[list[EventRow], list[QuarantineRow], FileSummary]
 
@@ -54,10 +54,7 @@ def frame(data: bytes, name: str = "mysql-bin.000001", **kwargs: Any) -> Framing
 
 
 def corpus(relative: str) -> bytes:
-    path = CORPUS / relative
-    if not path.is_file():
-        pytest.fail(f"corpus file missing: {path}")
-    return path.read_bytes()
+    return corpus_path(relative).read_bytes()
 
 
 def resume_from(data: bytes, cut: int) -> dict[str, Any]:
@@ -126,6 +123,7 @@ def test_gtid_table_id_and_statement_end_agree_with_the_decoder(path: Path) -> N
     assert checked > 10
 
 
+@pytest.mark.corpus
 def test_events_of_a_mysql_transaction_payload_follow_it_with_their_inner_index_and_gtid() -> None:
     events, quarantine, summary = frame(corpus("mysql-binlog-connector-rust/mysql-bin.000057"))
     payload = [
@@ -152,6 +150,7 @@ def test_events_of_a_mysql_transaction_payload_follow_it_with_their_inner_index_
     assert (summary.first_timestamp, summary.last_timestamp) == (1668952319, 1668952413)
 
 
+@pytest.mark.corpus
 def test_a_file_cut_inside_an_event_is_truncated_at_the_last_complete_event() -> None:
     data = corpus("mariadb-test-data/std_data/bug11747416_32228_binlog.000001")
     events, quarantine, summary = frame(data)
@@ -176,6 +175,7 @@ def test_a_file_cut_inside_an_event_is_truncated_at_the_last_complete_event() ->
     assert (summary.checksum_alg, summary.server_version, summary.event_count) == ("UNDEF", "5.5.17-debug-log", 4)
 
 
+@pytest.mark.corpus
 def test_a_file_that_is_not_a_binlog_frames_nothing_and_is_quarantined_whole() -> None:
     events, quarantine, summary = frame(corpus("canal/tsdb/mysql-bin.000001"))
     assert events == []
@@ -192,6 +192,7 @@ def test_a_file_that_is_not_a_binlog_frames_nothing_and_is_quarantined_whole() -
     assert summary.prefix_sha256 == hashlib.sha256(b"").hexdigest()
 
 
+@pytest.mark.corpus
 def test_a_mariadb_encrypted_file_keeps_its_plain_events_and_stops_after_start_encryption() -> None:
     events, quarantine, summary = frame(corpus("mariadb-test-data/std_data/binlog_before_20574.bin"))
     assert [(e.offset, e.event_type_name) for e in events] == [(4, "FORMAT_DESCRIPTION"), (256, "START_ENCRYPTION")]
@@ -199,6 +200,7 @@ def test_a_mariadb_encrypted_file_keeps_its_plain_events_and_stops_after_start_e
     assert (summary.status, summary.error_offset, summary.framed_until) == ("encrypted", 296, 296)
 
 
+@pytest.mark.corpus
 def test_a_mysql_encrypted_file_is_encrypted_from_its_first_byte() -> None:
     events, quarantine, summary = frame(corpus("mysql-server/std_data/rpl_nogtid_encryption_master-bin.000002"))
     assert events == []
@@ -206,6 +208,7 @@ def test_a_mysql_encrypted_file_is_encrypted_from_its_first_byte() -> None:
     assert (summary.status, summary.framed_until, summary.error_code) == ("encrypted", 0, "ENCRYPTED")
 
 
+@pytest.mark.corpus
 def test_an_event_failing_its_checksum_is_kept_and_quarantined_with_its_body() -> None:
     data = corpus("mysql-server/std_data/binlog_recovery/duplicate_xid.000001")
     events, quarantine, summary = frame(data)
@@ -219,6 +222,7 @@ def test_an_event_failing_its_checksum_is_kept_and_quarantined_with_its_body() -
     assert bad[0].gtid == "f5ffaa9a-8aae-11ec-8505-0010e0dc7238:2"
 
 
+@pytest.mark.corpus
 def test_without_checksum_verification_no_event_is_judged() -> None:
     events, quarantine, _summary = frame(
         corpus("mysql-server/std_data/binlog_recovery/duplicate_xid.000001"), verify_checksums=False
