@@ -97,23 +97,29 @@ def _silver(spark: SparkSession, cfg: AppConfig, lake: Lakehouse, report: RunRep
         _say(sys.stderr, f"silver: skipped, the silver stage is not available ({exc})")
         return 0
     out = build_silver(spark, cfg, lake)
-    if out.files:
-        events = lake.read_or_empty(EVENTS, BINLOG_EVENTS).where(file_predicate(out.files))
-        facts = {
-            "files": silver_facts(events, out.table_maps, out.table_id_lifecycle),
-            "run": ddl_facts(out.ddl_events),
-        }
-        _gate(spark, cfg, lake, report, "silver", facts)
-    write_silver(lake, out)
+    try:
+        if out.files:
+            events = lake.read_or_empty(EVENTS, BINLOG_EVENTS).where(file_predicate(out.files))
+            facts = {
+                "files": silver_facts(events, out.table_maps, out.table_id_lifecycle),
+                "run": ddl_facts(out.ddl_events),
+            }
+            _gate(spark, cfg, lake, report, "silver", facts)
+        write_silver(lake, out)
+    finally:
+        out.unpersist()
     return len(out.files)
 
 
 def _gold(spark: SparkSession, cfg: AppConfig, lake: Lakehouse, report: RunReport) -> int:
     out = build_gold(spark, cfg, lake)
-    if out.files:
-        events = lake.read_or_empty(EVENTS, BINLOG_EVENTS).where(file_predicate(out.files))
-        _gate(spark, cfg, lake, report, "gold", {"files": gold_facts(events, out.changes, out.quarantine)})
-    write_gold(lake, out)
+    try:
+        if out.files:
+            events = lake.read_or_empty(EVENTS, BINLOG_EVENTS).where(file_predicate(out.files))
+            _gate(spark, cfg, lake, report, "gold", {"files": gold_facts(events, out.changes, out.quarantine)})
+        write_gold(lake, out)
+    finally:
+        out.unpersist()
     return len(out.files)
 
 

@@ -14,7 +14,7 @@ keys, and each is one Delta commit, so a run killed mid-write leaves the previou
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from enum import StrEnum
 
 from delta.tables import DeltaTable
@@ -22,6 +22,29 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.types import StructType
 
 from conf import StorageSettings
+
+
+@dataclass
+class Persisted:
+    """The frames one build persisted, released together once the build is written.
+
+    A job that runs the stages repeatedly in one session (an orchestrator task, a notebook, the
+    tests) would otherwise keep every build's cached blocks until the driver runs out of memory.
+    """
+
+    frames: list[DataFrame] = field(default_factory=list)
+
+    def keep(self, frame: DataFrame) -> DataFrame:
+        """``frame`` persisted, remembered for :meth:`release`."""
+        kept = frame.persist()
+        self.frames.append(kept)
+        return kept
+
+    def release(self) -> None:
+        """Unpersist every kept frame (a frame is read again from its source if used later)."""
+        for frame in self.frames:
+            frame.unpersist()
+        self.frames.clear()
 
 
 class Layer(StrEnum):

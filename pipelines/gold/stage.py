@@ -48,7 +48,7 @@ from pipelines.gold.transforms import (
     typed_changes,
 )
 from pipelines.progress import file_predicate, pending_files, record_progress
-from pipelines.storage import Lakehouse, Layer, Table
+from pipelines.storage import Lakehouse, Layer, Persisted, Table
 
 EVENTS = Table.bronze("binlog_events")
 QUARANTINE_TABLE = Table.bronze("quarantine")
@@ -83,6 +83,11 @@ class GoldOutput:
     stale_tables: list[str] = field(default_factory=list)
     """Existing gold tables this build does not fill that hold rows of ``files`` (a file rewritten
     in place that no longer changes their source table): ``write_gold`` removes those rows."""
+    kept: Persisted = field(default_factory=Persisted)
+
+    def unpersist(self) -> None:
+        """Release the persisted frames (once written; the frames are recomputed if used again)."""
+        self.kept.release()
 
 
 def decode_options(cfg: AppConfig) -> DecodeOptions:
@@ -101,12 +106,13 @@ def build_gold(spark: SparkSession, cfg: AppConfig, lake: Lakehouse) -> GoldOutp
         empty_changes = changes_of(spark.createDataFrame([], DECODED))
         return GoldOutput(files, empty_changes, {}, spark.createDataFrame([], QUARANTINE))
     table_maps = lake.read_or_empty(TABLE_MAPS, TABLE_MAP_COLUMNS).where(predicate)
-    decoded = rows_input(events, table_maps).transform(decode_rows_events(decode_options(cfg))).persist()
-    changes = changes_of(decoded).persist()
-    quarantine = problems_of(decoded).persist()
+    kept = Persisted()
+    decoded = kept.keep(rows_input(events, table_maps).transform(decode_rows_events(decode_options(cfg))))
+    changes = kept.keep(changes_of(decoded))
+    quarantine = kept.keep(problems_of(decoded))
     tables = typed_tables(lake, changes)
     stale = stale_tables(lake, predicate, set(tables))
-    return GoldOutput(files, changes, tables, quarantine, stale)
+    return GoldOutput(files, changes, tables, quarantine, stale, kept)
 
 
 def stale_tables(lake: Lakehouse, predicate: str, filled: set[str]) -> list[str]:

@@ -21,7 +21,7 @@ Decoding failures go to the quarantine table with ``stage = 'silver'``.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -49,7 +49,7 @@ from pipelines.silver.transforms import (
     trusted,
     with_in_force,
 )
-from pipelines.storage import Lakehouse, Layer, Table
+from pipelines.storage import Lakehouse, Layer, Persisted, Table
 
 EVENTS = Table.bronze("binlog_events")
 QUARANTINE_TABLE = Table.bronze("quarantine")
@@ -91,6 +91,11 @@ class SilverOutput:
     ddl_events: DataFrame
     schema_history: DataFrame
     quarantine: DataFrame
+    kept: Persisted = field(default_factory=Persisted)
+
+    def unpersist(self) -> None:
+        """Release the persisted frames (once written; the frames are recomputed if used again)."""
+        self.kept.release()
 
 
 def decode_table_maps(events: DataFrame) -> DataFrame:
@@ -183,13 +188,11 @@ def build_silver(spark: SparkSession, cfg: AppConfig, lake: Lakehouse) -> Silver
     predicate = file_predicate(files)
     events = lake.read_or_empty(EVENTS, BINLOG_EVENTS).where(predicate)
     markers = events.select("file", "offset", "inner_index", "event_type", "table_id", "statement_end", "checksum_ok")
-    maps_out = decode_table_maps(events).persist()
-    queries_out = decode_queries(events).persist()
-    new_maps = (
-        maps_out.where(F.col("problem_code").isNull())
-        .transform(with_in_force(markers))
-        .transform(conform(TABLE_MAPS))
-        .persist()
+    kept = Persisted()
+    maps_out = kept.keep(decode_table_maps(events))
+    queries_out = kept.keep(decode_queries(events))
+    new_maps = kept.keep(
+        maps_out.where(F.col("problem_code").isNull()).transform(with_in_force(markers)).transform(conform(TABLE_MAPS))
     )
     new_queries = queries_out.where(F.col("problem_code").isNull())
     # DDL and map shapes of every file (other files' from silver, pending ones' from this build)
@@ -200,11 +203,12 @@ def build_silver(spark: SparkSession, cfg: AppConfig, lake: Lakehouse) -> Silver
     old_maps = lake.read_or_empty(TABLE_MAPS_TABLE, TABLE_MAPS).where(f"NOT ({predicate})")
     all_maps = old_maps.select(*shape_columns).unionByName(new_maps.select(*shape_columns))
     history_rows, results = replay_history(_load_seed(spark, cfg), ddl, _shape_rows(all_maps))
-    history = spark.createDataFrame(history_rows, SCHEMA_HISTORY).persist()
-    table_maps = new_maps.transform(resolve_columns(history)).transform(conform(TABLE_MAPS)).persist()
-    ddl_events = _attach_replay(spark, new_queries, results).persist()
-    quarantine = quarantine_of(maps_out).unionByName(quarantine_of(queries_out)).persist()
-    return SilverOutput(files, table_maps, lifecycle(table_maps).persist(), ddl_events, history, quarantine)
+    history = kept.keep(spark.createDataFrame(history_rows, SCHEMA_HISTORY))
+    table_maps = kept.keep(new_maps.transform(resolve_columns(history)).transform(conform(TABLE_MAPS)))
+    ddl_events = kept.keep(_attach_replay(spark, new_queries, results))
+    quarantine = kept.keep(quarantine_of(maps_out).unionByName(quarantine_of(queries_out)))
+    lifecycle_out = kept.keep(lifecycle(table_maps))
+    return SilverOutput(files, table_maps, lifecycle_out, ddl_events, history, quarantine, kept)
 
 
 def write_silver(lake: Lakehouse, out: SilverOutput) -> None:

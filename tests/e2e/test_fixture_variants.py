@@ -38,8 +38,10 @@ def run_all(spark: SparkSession, cfg: AppConfig, lake: Lakehouse) -> tuple[int, 
     bronze.unpersist()
     silver = build_silver(spark, cfg, lake)
     write_silver(lake, silver)
+    silver.unpersist()
     gold = build_gold(spark, cfg, lake)
     write_gold(lake, gold)
+    gold.unpersist()
     return len(bronze.files), len(silver.files), len(gold.files)
 
 

@@ -1,7 +1,7 @@
 """The ``spark`` fixture: one local Spark session with Delta for the whole test run.
 
 Built by the product's own factory (``pipelines.session.build_spark``) from ``spark_test_settings``:
-``local[2]``, no UI, two shuffle partitions, 1 GiB driver, and warehouse, Derby and metastore
+``local[2]``, no UI, two shuffle partitions, 2 GiB driver, and warehouse, Derby and metastore
 folders inside pytest's temporary directory so that nothing lands in the repository. Jars come
 from the project's Ivy cache (``.cache/ivy``, filled by ``.ci/setup``). Every test that requests
 the fixture is marked ``spark``, so ``-m "not spark"`` deselects them all.
@@ -31,7 +31,7 @@ def spark_test_settings(base_dir: Path) -> SparkSettings:
         app_name="binlog-lakehouse-tests",
         ui_enabled=False,
         shuffle_partitions=2,
-        driver_memory="1g",
+        driver_memory="2g",
         warehouse_dir=str(base_dir / "warehouse"),
         log_level="ERROR",
         conf={

@@ -14,6 +14,13 @@ from pipelines.storage import Lakehouse, Table
 SAMPLE = Path(__file__).resolve().parents[1] / "fixtures" / "mariadb" / "sample"
 
 
+def _cached_by_pipeline(spark: SparkSession) -> int:
+    """Persisted RDDs other than Delta's own snapshot-state caches (which Delta manages itself)."""
+    rdds = spark.sparkContext._jsc.getPersistentRDDs()
+    names = [str(rdds.get(key).name()) for key in rdds.keySet().toArray()]
+    return sum(1 for name in names if not name.startswith("Delta Table State"))
+
+
 def test_run_all_builds_every_layer_once_and_a_second_run_adds_nothing(
     spark: SparkSession, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -24,8 +31,10 @@ def test_run_all_builds_every_layer_once_and_a_second_run_adds_nothing(
     lake = Lakehouse(spark, cfg.storage)
     binlogs = len(list(SAMPLE.glob("mysql-bin.0*")))
 
+    persisted_before = _cached_by_pipeline(spark)
     first = run_all.main([], config=cfg, spark=spark)
     summary = capsys.readouterr().out
+    persisted_after = _cached_by_pipeline(spark)
     events = lake.read(Table.bronze("binlog_events")).count()
     changes = lake.read(Table.gold("changes")).count()
     gates = lake.read(Table.quality("gate_results"))
@@ -39,6 +48,7 @@ def test_run_all_builds_every_layer_once_and_a_second_run_adds_nothing(
     assert gates.where("NOT success AND action = 'fail'").count() == 0
     assert {r.gate for r in gates.select("gate").distinct().collect()} >= {"bronze", "gold"}
     assert events > 0 and changes > 0
+    assert persisted_after == persisted_before  # every stage released what it cached
 
     second = run_all.main([], config=cfg, spark=spark)
     again = capsys.readouterr().out

@@ -61,7 +61,7 @@ def built(spark: SparkSession, tmp_path_factory: pytest.TempPathFactory) -> Iter
     write_gold(lake, out)
     changes = lake.read(Table.gold("changes")).orderBy(*ORDER).collect()
     yield Built(lake, cfg, out, changes)
-    out.changes.unpersist()
+    out.unpersist()
 
 
 def _truth(variant: Variant, names: list[str]) -> list[Change]:
@@ -239,6 +239,7 @@ def test_a_second_build_writes_nothing_new(built: Built, spark: SparkSession) ->
     versions = {t: _version(spark, built.lake, t) for t in ("changes", "fixture__t_int")}
     again = build_gold(spark, built.cfg, built.lake)
     write_gold(built.lake, again)
+    again.unpersist()
     assert again.files == []
     assert {t: _version(spark, built.lake, t) for t in versions} == versions
 
@@ -264,6 +265,7 @@ def test_a_file_pending_again_is_rebuilt_to_the_same_rows_and_leaves_no_stale_ro
     assert sorted(again.tables) == ["fixture__t_evolve", "fixture__t_evolved"]
     assert again.stale_tables == ["fixture__t_gone"]
     write_gold(built.lake, again)
+    again.unpersist()
     assert built.lake.read(Table.gold("fixture__t_gone")).count() == 0
     assert built.lake.read(Table.gold("changes")).orderBy(*ORDER).collect() == built.changes
     evolve_rows = [t for v, n in CHOSEN for t in _truth(v, n) if t.shape.table == "t_evolve"]

@@ -60,6 +60,7 @@ def built(
     assert_schema_equality(out.ddl_events.schema, DDL_EVENTS, ignore_nullable=True)
     assert_schema_equality(out.schema_history.schema, SCHEMA_HISTORY, ignore_nullable=True)
     write_silver(lake, out)
+    out.unpersist()
     return cfg, lake, variant
 
 
@@ -156,6 +157,7 @@ def test_a_second_silver_run_has_nothing_to_do(spark: SparkSession, built: tuple
     again = build_silver(spark, cfg, lake)
     assert again.files == []
     write_silver(lake, again)
+    again.unpersist()
     assert lake.read(Table.silver("table_maps")).count() == before
 
 
@@ -204,3 +206,4 @@ def test_a_seed_snapshot_names_tables_created_before_the_first_file(spark: Spark
         "t_json_geo", "t_inet_uuid", "t_nopk", "t_myisam", "t_replace", "t_counter", "t_bulk", "t_big",
     }  # fmt: skip
     assert {(r.version, r.valid_from_file, r.schema_name) for r in seeded} == {(1, None, "fixture")}
+    out.unpersist()
