@@ -24,16 +24,9 @@ from typing import BinaryIO
 
 from binlog_core.columns import DecodeOptions
 from binlog_core.constants import EventType, event_type_name
-from binlog_core.errors import (
-    BinlogError,
-    MalformedError,
-    TruncatedError,
-    UnknownEventTypeWarning,
-    UnknownStatusVarWarning,
-    UnknownTableIdError,
-)
+from binlog_core.errors import BinlogError, UnknownTableIdError, as_event_problem
 from binlog_core.event import Event, FormatDescription, checksum_error
-from binlog_core.events import DECODERS, UnknownEvent, decode_body
+from binlog_core.events import DECODERS, UnknownEvent, body_warnings, decode_body
 from binlog_core.framing import iter_events
 from binlog_core.rows import ROWS_KINDS, Row, RowPair, RowsEvent, TablePlan, decode_rows, decode_rows_header
 from binlog_core.table_map import TableMap, decode_table_map
@@ -290,12 +283,8 @@ class BinlogDecoder:
                 self.gtid = body.gtid  # type: ignore[attr-defined]
                 return DecodedEvent(event, body)
             return self._other(event)
-        except TruncatedError as exc:
-            # the event is complete (framing read all of it): a field running past its end is damage
-            malformed = MalformedError(f"{exc.message} (the event ends before its fields do)", path=exc.path)
-            return DecodedEvent(event, None, problems=[event.locate(malformed)])
         except BinlogError as exc:
-            return DecodedEvent(event, None, problems=[event.locate(exc)])
+            return DecodedEvent(event, None, problems=[event.locate(as_event_problem(exc))])
 
     def _table_map(self, event: Event) -> DecodedEvent:
         cached = self._plans.get(event.body)
@@ -342,22 +331,12 @@ class BinlogDecoder:
 
     def _other(self, event: Event) -> DecodedEvent:
         body = decode_body(event)
-        decoded = DecodedEvent(event, body)
+        decoded = DecodedEvent(event, body, problems=body_warnings(event, body))
         if isinstance(body, UnknownEvent):
-            decoded.problems.append(
-                event.locate(UnknownEventTypeWarning(f"event type {event.type_code} is unknown; kept as raw bytes"))
-            )
             return decoded
         gtid = getattr(body, "gtid", None)
         if isinstance(gtid, str) or (gtid is None and event.type_code == EventType.ANONYMOUS_GTID):
             self.gtid = gtid
-        unknown_code = getattr(body, "unknown_status_code", None)
-        if unknown_code is not None:
-            decoded.problems.append(
-                event.locate(
-                    UnknownStatusVarWarning(f"unknown status variable code {unknown_code}; later ones not read")
-                )
-            )
         if event.type_code == EventType.FORMAT_DESCRIPTION:
             self.in_force = {}
             self.gtid = None

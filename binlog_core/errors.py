@@ -202,3 +202,16 @@ ERROR_CODES: dict[str, type[BinlogError]] = {
     )
 }
 """Every stable error code and the class that carries it."""
+
+
+def as_event_problem(exc: BinlogError) -> BinlogError:
+    """How a problem met inside one event is reported.
+
+    Framing has read the whole event, so a field that runs past its end is damage to the event
+    (MALFORMED); TRUNCATED is kept for a file that ends inside an event.
+    """
+    if isinstance(exc, TruncatedError):
+        return MalformedError(f"{exc.message} (the event ends before its fields do)", path=exc.path).locate(
+            file=exc.file, offset=exc.offset, inner_index=exc.inner_index, event_type=exc.event_type
+        )
+    return exc

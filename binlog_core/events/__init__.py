@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Final
 
 from binlog_core.constants import EventType
+from binlog_core.errors import BinlogError, UnknownEventTypeWarning, UnknownStatusVarWarning
 from binlog_core.event import Event
 from binlog_core.events.common import Decoder, EventBody
 from binlog_core.events.control import CONTROL_DECODERS
@@ -51,6 +52,10 @@ DECODERS: Final[dict[int, Decoder]] = {
 """Type code -> body decoder, for every event type the library knows."""
 
 
+QUERY_SHAPED: Final = frozenset({EventType.QUERY, EventType.QUERY_COMPRESSED, EventType.EXECUTE_LOAD_QUERY})
+"""Events whose body is a statement with status variables (:mod:`binlog_core.events.query`)."""
+
+
 def decode_body(event: Event) -> EventBody:
     """The typed body of ``event``, or an :class:`UnknownEvent` for a type code not in the table."""
     decoder = DECODERS.get(event.type_code)
@@ -59,4 +64,20 @@ def decode_body(event: Event) -> EventBody:
     return decoder(event)
 
 
-__all__ = ["DECODERS", "UnknownEvent", "decode_body"]
+def body_warnings(event: Event, body: EventBody) -> list[BinlogError]:
+    """What is unusual about a decoded body although everything was kept (located on ``event``).
+
+    An unknown event type (kept as raw bytes) and a QUERY status variable the library does not
+    know (the server stops reading there too) are warnings, never silent.
+    """
+    if isinstance(body, UnknownEvent):
+        return [event.locate(UnknownEventTypeWarning(f"event type {event.type_code} is unknown; kept as raw bytes"))]
+    unknown_code = getattr(body, "unknown_status_code", None)
+    if unknown_code is not None:
+        return [
+            event.locate(UnknownStatusVarWarning(f"unknown status variable code {unknown_code}; later ones not read"))
+        ]
+    return []
+
+
+__all__ = ["DECODERS", "QUERY_SHAPED", "UnknownEvent", "body_warnings", "decode_body"]

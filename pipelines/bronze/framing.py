@@ -6,17 +6,21 @@ whatever the file size -- and yields, in this order:
 
 * one :class:`EventRow` per event, in file order (``binlog_events``); inner events of a
   TRANSACTION_PAYLOAD follow their outer event;
-* a :class:`QuarantineRow` right after each event whose checksum failed (the event is kept
-  with ``checksum_ok = False``), after a GTID event whose body cannot be read, and at the end
-  for the error that stopped framing, if any (``quarantine``, ``stage = 'bronze'``);
+* :class:`QuarantineRow` rows right after each event whose checksum failed (the event is kept
+  with ``checksum_ok = False``) or whose body has a problem, and at the end for the error that
+  stopped framing, if any (``quarantine``, ``stage = 'bronze'``). Bronze decodes the body of
+  every event no later stage decodes (all but FORMAT_DESCRIPTION, TABLE_MAP, rows and
+  QUERY-shaped events) and reports what :class:`binlog_core.decoder.BinlogDecoder` reports for
+  it: damage (e.g. an INCIDENT number that does not exist) as an error, an unknown event type
+  (kept as raw bytes) as a warning;
 * last, one :class:`FileSummary` (``binlog_files``).
 
 Row facts filled here (see ``pipelines/bronze/schema.py`` for the columns):
 
 * ``gtid``: the GTID of the transaction the event belongs to, exactly as
   :class:`binlog_core.decoder.BinlogDecoder` tracks it: a GTID event (MariaDB GTID, MySQL
-  GTID/ANONYMOUS_GTID/GTID_TAGGED) sets it, a FORMAT_DESCRIPTION clears it; only GTID-family
-  bodies are decoded.  An event whose checksum failed changes nothing.
+  GTID/ANONYMOUS_GTID/GTID_TAGGED) sets it, a FORMAT_DESCRIPTION clears it.  An event whose
+  checksum failed changes nothing.
 * ``table_id`` for TABLE_MAP and rows events, ``statement_end`` for rows events, read from the
   post-header (``table_id`` u48, or u32 when the declared post-header length is 6, then
   ``flags`` u16 whose bit 0 is STMT_END); left null when the checksum failed (the bytes are
@@ -57,9 +61,10 @@ from binlog_core.errors import (
     EncryptedError,
     NotABinlogError,
     TruncatedError,
+    as_event_problem,
 )
 from binlog_core.event import FormatDescription, checksum_error
-from binlog_core.events import decode_body
+from binlog_core.events import QUERY_SHAPED, body_warnings, decode_body
 from binlog_core.framing import iter_events
 from binlog_core.rows import ROWS_KINDS
 
@@ -75,11 +80,12 @@ RESUMABLE_STATUSES = frozenset({COMPLETE, TRUNCATED})
 
 MAGIC_LEN = 4
 
-GTID_TYPES = frozenset({EventType.GTID, EventType.ANONYMOUS_GTID, EventType.GTID_TAGGED, EventType.MARIADB_GTID})
-"""Events that start a transaction and name it (the only bodies decoded here)."""
-
 TABLE_ID_TYPES = frozenset({EventType.TABLE_MAP, *ROWS_KINDS})
 """Events whose post-header starts with a table id."""
+
+DECODED_ELSEWHERE = frozenset({EventType.FORMAT_DESCRIPTION, *TABLE_ID_TYPES, *QUERY_SHAPED})
+"""Bodies bronze does not decode: framing reads FORMAT_DESCRIPTION, silver decodes TABLE_MAP and
+QUERY-shaped events, gold the rows events. Every other body is decoded here."""
 
 STMT_END_FLAG = 0x1  # orig: Rows_log_event::STMT_END_F
 
@@ -430,22 +436,24 @@ def _walk(
             body = ev.body
             table_id: int | None = None
             statement_end: bool | None = None
-            problem: BinlogError | None = None
+            problems: list[BinlogError] = []
             if checksum_ok is not False:
                 if type_code in TABLE_ID_TYPES:
                     table_id, statement_end = read_table_id(body, type_code, ev_fde)
-                elif type_code in GTID_TYPES:
-                    try:
-                        sets, value = _decode_gtid(decode_body(ev), type_code)
-                    except BinlogError as exc:
-                        problem = ev.locate(exc)
-                    else:
-                        if sets:
-                            gtid = value
                 elif type_code == EventType.FORMAT_DESCRIPTION:
                     gtid = None
+                elif type_code not in DECODED_ELSEWHERE:
+                    try:
+                        decoded = decode_body(ev)
+                    except BinlogError as exc:
+                        problems.append(ev.locate(as_event_problem(exc)))
+                    else:
+                        problems += body_warnings(ev, decoded)
+                        sets, value = _decode_gtid(decoded, type_code)
+                        if sets:
+                            gtid = value
             else:
-                problem = checksum_error(ev)
+                problems.append(checksum_error(ev))
                 quarantined_at = (ev.offset, ev.inner_index)
             yield EventRow(
                 file,
@@ -466,7 +474,7 @@ def _walk(
                 statement_end,
                 body,
             )
-            if problem is not None:
+            for problem in problems:
                 yield quarantine_row(file, file_name, problem, body)
             event_count += 1
             ts = header.timestamp

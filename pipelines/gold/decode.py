@@ -26,7 +26,7 @@ from pyspark.sql.pandas.types import to_arrow_schema
 
 from binlog_core.columns import ABSENT, DecodeOptions
 from binlog_core.constants import event_type_name
-from binlog_core.errors import BinlogError, MalformedError, TruncatedError, UnknownTableIdError
+from binlog_core.errors import BinlogError, UnknownTableIdError, as_event_problem
 from binlog_core.event import FormatDescription
 from binlog_core.render import render_image
 from binlog_core.rows import Row, TablePlan, UndecodedText, decode_rows, decode_rows_header
@@ -113,12 +113,8 @@ class RowsDecoder:
                 event["map_body"], event["map_format_description"], None if names is None else tuple(names)
             )
             pairs = decode_rows(header, table.plan, problems)
-        except TruncatedError as exc:
-            # the event is complete (framing read all of it): a field running past its end is damage
-            problems = [MalformedError(f"{exc.message} (the event ends before its fields do)", path=exc.path)]
-            pairs = []
         except BinlogError as exc:
-            problems = [exc]
+            problems = [as_event_problem(exc)]
             pairs = []
         else:
             tm = table.table_map

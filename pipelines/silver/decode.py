@@ -18,7 +18,7 @@ import pyarrow as pa
 
 from binlog_core.charsets import collation_info
 from binlog_core.constants import ColumnType, EventType, Flavor
-from binlog_core.errors import BinlogError
+from binlog_core.errors import BinlogError, as_event_problem
 from binlog_core.event import Event, EventHeader, FormatDescription
 from binlog_core.events import decode_body
 from binlog_core.events.query import QueryEvent
@@ -42,7 +42,6 @@ ROWS_EVENT_TYPES = (
     EventType.UPDATE_ROWS_COMPRESSED,
     EventType.DELETE_ROWS_COMPRESSED,
 )
-QUERY_EVENT_TYPES = (EventType.QUERY, EventType.QUERY_COMPRESSED, EventType.EXECUTE_LOAD_QUERY)
 
 
 @lru_cache(maxsize=64)
@@ -267,7 +266,7 @@ def table_map_rows(batches: Iterator[pa.RecordBatch], schema: pa.Schema) -> Iter
             try:
                 table_map = cache.get(key) or decode_table_map(row["body"], fde)
             except BinlogError as exc:
-                out.append(_error_row(row, exc, "TABLE_MAP"))
+                out.append(_error_row(row, as_event_problem(exc), "TABLE_MAP"))
                 continue
             if len(cache) > 4096:
                 cache.clear()
@@ -314,7 +313,7 @@ def query_rows(batches: Iterator[pa.RecordBatch], schema: pa.Schema) -> Iterator
             try:
                 body = decode_body(_event(row))
             except BinlogError as exc:
-                out.append(_error_row(row, exc, row["event_type_name"]))
+                out.append(_error_row(row, as_event_problem(exc), row["event_type_name"]))
                 continue
             if not isinstance(body, QueryEvent):
                 continue
@@ -347,7 +346,6 @@ def query_rows(batches: Iterator[pa.RecordBatch], schema: pa.Schema) -> Iterator
 
 
 __all__ = [
-    "QUERY_EVENT_TYPES",
     "ROWS_EVENT_TYPES",
     "description",
     "map_row",

@@ -31,11 +31,12 @@ from pyspark.sql import functions as F
 from pyspark.sql.pandas.types import to_arrow_schema
 from pyspark.sql.types import IntegerType, LongType, StringType, StructField, StructType
 
+from binlog_core.events import QUERY_SHAPED
 from conf.models import AppConfig
 from pipelines.bronze.schema import BINLOG_EVENTS, QUARANTINE
 from pipelines.progress import file_predicate, pending_files, record_progress
 from pipelines.silver.ddl import DdlResult, SchemaRegistry, parse_seed
-from pipelines.silver.decode import QUERY_EVENT_TYPES, query_rows, table_map_rows
+from pipelines.silver.decode import query_rows, table_map_rows
 from pipelines.silver.history import Position, replay_history
 from pipelines.silver.schema import DDL_EVENTS, SCHEMA_HISTORY, TABLE_MAPS
 from pipelines.silver.transforms import (
@@ -111,7 +112,7 @@ def decode_table_maps(events: DataFrame) -> DataFrame:
 
 def decode_queries(events: DataFrame) -> DataFrame:
     """Bronze QUERY-shaped events -> :data:`QUERIES_OUT` rows (DDL replay not applied yet)."""
-    queries = trusted(events).where(F.col("event_type").isin([int(t) for t in QUERY_EVENT_TYPES]))
+    queries = trusted(events).where(F.col("event_type").isin(sorted(int(t) for t in QUERY_SHAPED)))
     arrow_schema = to_arrow_schema(QUERIES_OUT)
 
     def per_partition(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import io
 import itertools
@@ -13,11 +14,13 @@ import pytest
 
 from binlog_core.constants import ChecksumAlg, EventType, Flavor
 from binlog_core.decoder import decode_file
+from binlog_core.errors import BinlogError
 from binlog_core.event import FormatDescription
 from binlog_core.framing import open_events
 from binlog_core.rows import RowsEvent
 from binlog_core.table_map import TableMap
 from pipelines.bronze.framing import (
+    DECODED_ELSEWHERE,
     EVENT_COLUMNS,
     FILE_COLUMNS,
     QUARANTINE_COLUMNS,
@@ -30,7 +33,7 @@ from pipelines.bronze.framing import (
 )
 from pipelines.bronze.schema import BINLOG_EVENTS, BINLOG_FILES, QUARANTINE
 from tests.fixtures.truth import FIXTURES
-from tests.harness.corpus import corpus_path
+from tests.harness.corpus import corpus_files, corpus_path
 
 SAMPLE = FIXTURES / "sample"
 COMPRESSED = FIXTURES / "compressed"
@@ -220,6 +223,45 @@ def test_an_event_failing_its_checksum_is_kept_and_quarantined_with_its_body() -
     assert (summary.status, summary.event_count, summary.framed_until) == ("complete", 12, 703)
     # the GTID of the transaction is kept through its bad XID
     assert bad[0].gtid == "f5ffaa9a-8aae-11ec-8505-0010e0dc7238:2"
+
+
+def _decoder_problems(path: Path) -> list[tuple[int, str, str, str]]:
+    """(offset, event type, code, severity) of every per-event problem the file decoder reports."""
+    found = []
+    with contextlib.suppress(BinlogError):  # a fatal error: framing reports it as the file's status
+        for item in decode_file(path):
+            found += [(p.offset, item.event.type_name, p.code, p.severity) for p in item.problems]
+    return found
+
+
+@pytest.mark.corpus
+@pytest.mark.parametrize("relative", corpus_files())
+def test_bronze_reports_every_problem_the_decoder_reports_on_the_events_bronze_decodes(relative: str) -> None:
+    path = corpus_path(relative)
+    events, quarantine, summary = frame(path.read_bytes(), path.name)
+    types = {e.offset: e.event_type for e in events if e.inner_index is None}
+    expected = [
+        p for p in _decoder_problems(path) if p[2] == "CHECKSUM_MISMATCH" or types[p[0]] not in DECODED_ELSEWHERE
+    ]
+    stopped = [] if summary.error_code is None else [(summary.error_offset, summary.error_code)]
+    reported = [(q.offset, q.event_type_name, q.code, q.severity) for q in quarantine]
+    assert reported[: len(reported) - len(stopped)] == expected
+    assert [(q.offset, q.code) for q in quarantine[len(quarantine) - len(stopped) :]] == stopped
+
+
+def test_an_unknown_event_type_is_kept_raw_and_quarantined_as_a_warning() -> None:
+    events, quarantine, _summary = frame(corpus("mysql-binlog-connector-java/mysql-bin.aurora-padding"))
+    unknown = [e for e in events if e.event_type == 100]
+    assert [(e.offset, e.event_type_name, len(e.body) > 0) for e in unknown] == [(281, "UNKNOWN_100", True)]
+    assert [(q.offset, q.code, q.severity, q.body) for q in quarantine] == [
+        (281, "UNKNOWN_EVENT_TYPE", "warning", unknown[0].body)
+    ]
+
+
+def test_an_incident_event_naming_no_known_incident_is_quarantined_as_malformed() -> None:
+    events, quarantine, summary = frame(corpus("mysql-server/std_data/bug40482-bin.000001"))
+    assert [(q.offset, q.event_type_name, q.code) for q in quarantine] == [(106, "INCIDENT", "MALFORMED")]
+    assert summary.status == "complete" and any(e.offset == 106 for e in events)
 
 
 @pytest.mark.corpus
