@@ -149,7 +149,8 @@ def child_main(kind: str, path: str, port: int, log_file: str, cpu: int) -> int:
 # ------------------------------------------------------------------------------ orchestration
 
 
-def _run_child(kind: str, path: Path, cpu: int, port: int = 0, log_file: str = "") -> Result:
+def run_child(kind: str, path: Path, cpu: int, port: int = 0, log_file: str = "") -> Result:
+    """Measure ``kind`` (walk, framing, ours, pmr) on ``path`` in a fresh process pinned to ``cpu``."""
     cmd = [sys.executable, str(Path(__file__).resolve()), "--child", kind, "--binlog", str(path), "--cpu", str(cpu)]
     if port:
         cmd += ["--port", str(port), "--log-file", log_file]
@@ -221,11 +222,11 @@ def _measure(kind: str, path: Path, prefix: Path, tool: str, server: ServedBinlo
     if kind == "mariadb-binlog":
         return _run_mariadb_binlog(tool, path, cpu)
     if kind == "ours-prefix":
-        return _run_child("ours", prefix, cpu)
+        return run_child("ours", prefix, cpu)
     if kind == "pmr":
         assert server is not None
-        return _run_child("pmr", path, cpu, server.server.port, server.log_file)
-    return _run_child(kind, path, cpu)
+        return run_child("pmr", path, cpu, server.server.port, server.log_file)
+    return run_child(kind, path, cpu)
 
 
 def run(args: argparse.Namespace) -> Result:
