@@ -13,7 +13,7 @@ Per-type metadata (``# orig: Table_map_log_event::save_field_metadata``)::
 
     FLOAT DOUBLE BLOB GEOMETRY JSON VECTOR   1 byte: length of the value's length prefix
     VARCHAR VAR_STRING                       2 bytes LE: maximum length in bytes
-    NEWDECIMAL                               precision u8 | scale u8
+    NEWDECIMAL                               precision u8 | scale u8    (read big-endian)
     BIT                                      bits % 8 u8 | bits / 8 u8
     STRING ENUM SET                          real_type u8 | length u8   (read big-endian)
     TIMESTAMP2 DATETIME2 TIME2               fractional-second precision u8
@@ -82,6 +82,8 @@ BLOB_COMPRESSED = 141
 _ONE = (ColumnType.FLOAT, ColumnType.DOUBLE, ColumnType.BLOB, ColumnType.GEOMETRY, ColumnType.JSON)
 _TWO = (ColumnType.VARCHAR, ColumnType.VAR_STRING, ColumnType.NEWDECIMAL, ColumnType.BIT)
 _BYTE_SWAPPED = (ColumnType.STRING, ColumnType.ENUM, ColumnType.SET)
+_BIG_ENDIAN_META = (*_BYTE_SWAPPED, ColumnType.NEWDECIMAL)
+"""Two-byte metadata the server reads first byte high (``# orig: table_def::table_def``)."""
 META_SIZES: dict[int, int] = {
     **dict.fromkeys(_ONE, 1),
     **dict.fromkeys((ColumnType.TINY_BLOB, ColumnType.MEDIUM_BLOB, ColumnType.LONG_BLOB), 1),
@@ -136,7 +138,7 @@ class Column:
     index: int
     type: int  # the real type: STRING metadata unpacked into STRING, ENUM or SET
     wire_type: int  # the type byte as written in TABLE_MAP
-    meta: int  # the per-type metadata as the server reads it (STRING/ENUM/SET: byte0 << 8 | byte1)
+    meta: int  # the per-type metadata as the server reads it (STRING/ENUM/SET/NEWDECIMAL: byte0 << 8 | byte1)
     nullable: bool
     length: int = 0  # CHAR/BINARY/VARCHAR: maximum bytes; ENUM/SET: bytes of the stored value
     precision: int = 0  # NEWDECIMAL
@@ -231,7 +233,7 @@ def _column(index: int, wire_type: int, meta: int, nullable: bool) -> Column:
     elif wire_type in (ColumnType.VARCHAR, ColumnType.VAR_STRING, VARCHAR_COMPRESSED):
         length = meta
     elif wire_type == ColumnType.NEWDECIMAL:
-        precision, scale = meta & 0xFF, meta >> 8
+        precision, scale = meta >> 8, meta & 0xFF
     elif wire_type == ColumnType.BIT:
         bits = (meta >> 8) * 8 + (meta & 0xFF)
     elif wire_type in (ColumnType.TIMESTAMP2, ColumnType.DATETIME2, ColumnType.TIME2):
@@ -260,7 +262,7 @@ def _read_meta(c: Cursor, wire_type: int) -> int:
         return 0
     if size == 1:
         return c.u8("metadata")
-    if wire_type in _BYTE_SWAPPED:
+    if wire_type in _BIG_ENDIAN_META:
         byte0 = c.u8("metadata")
         return (byte0 << 8) | c.u8("metadata")
     return c.u16("metadata")
