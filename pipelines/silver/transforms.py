@@ -120,13 +120,15 @@ def with_in_force(events: DataFrame) -> Callable[[DataFrame], DataFrame]:
 
     def transform(maps: DataFrame) -> DataFrame:
         marks = _marks(events, maps)
-        order = ["offset", "inner_key"]
-        after = (Window.currentRow + 1, Window.unboundedFollowing)
-        before = (Window.unboundedPreceding, Window.currentRow - 1)
-        file_after = Window.partitionBy("file").orderBy(*order).rowsBetween(*after)
-        file_before = Window.partitionBy("file").orderBy(*order).rowsBetween(*before)
-        id_after = Window.partitionBy("file", "table_id").orderBy(*order).rowsBetween(*after)
-        id_before = Window.partitionBy("file", "table_id").orderBy(*order).rowsBetween(*before)
+        # "after this mark" is "before it" in reverse order: a frame that only grows is one pass
+        # over a file's marks, where a frame running to the partition's end is rescanned per row
+        forward = [F.col("offset").asc(), F.col("inner_key").asc()]
+        backward = [F.col("offset").desc(), F.col("inner_key").desc()]
+        earlier = (Window.unboundedPreceding, Window.currentRow - 1)
+        file_after = Window.partitionBy("file").orderBy(*backward).rowsBetween(*earlier)
+        file_before = Window.partitionBy("file").orderBy(*forward).rowsBetween(*earlier)
+        id_after = Window.partitionBy("file", "table_id").orderBy(*backward).rowsBetween(*earlier)
+        id_before = Window.partitionBy("file", "table_id").orderBy(*forward).rowsBetween(*earlier)
         here = F.struct("offset", "inner_key")
         is_map = F.col("kind") == "map"
         placed = marks.select(
