@@ -1,0 +1,136 @@
+"""End to end over the whole shared corpus: 149 binlogs of real MySQL 4.0-9.6 and MariaDB 5.5-11.8
+servers, plus the corpus's PROVENANCE.md, in one run of bronze, silver and gold.
+
+The input folder is the corpus itself, read recursively with every file name accepted, as a
+user pointing the pipeline at a folder of mixed files would. The run must complete; what it
+quarantines must be exactly what the file decoder reports for the deliberately bad files (the
+expectations of ``tests/harness/corpus.py``, which ``tests/binlog_core/test_corpus.py`` checks
+against the decoder) plus the Markdown file, which is not a binlog; and every good event and row
+change must reach bronze and gold, file by file.
+"""
+
+from __future__ import annotations
+
+import io
+from collections import Counter
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+from urllib.parse import urlparse
+
+import pytest
+from pyspark.sql import SparkSession
+
+from binlog_core.decoder import decode_file
+from binlog_core.errors import BinlogError
+from conf import AppConfig, InputSettings, StorageSettings
+from pipelines.gold.transforms import gold_table_name
+from pipelines.run import EXIT_QUARANTINED, RunReport, run
+from pipelines.storage import Lakehouse, Layer, Table
+from tests.harness.corpus import CORPUS, EVENT_PROBLEMS, FATAL, TOTAL_ROW_CHANGES, corpus_files
+
+pytestmark = [pytest.mark.corpus]
+
+NOT_BINLOGS = {"PROVENANCE.md": ("NOT_A_BINLOG", 0)}
+"""Files of the input folder that are not binlogs at all, and how bronze must reject them."""
+
+
+@dataclass
+class CorpusRun:
+    report: RunReport
+    lake: Lakehouse
+    log: str
+
+
+@dataclass(frozen=True)
+class Decoded:
+    """What the file decoder reads from one file (up to its fatal error, if any)."""
+
+    events: int
+    rows: int
+
+
+def relative(file: str) -> str:
+    """A ``file:`` URI of the input as a path relative to the corpus."""
+    return Path(urlparse(file).path).relative_to(CORPUS.resolve()).as_posix()
+
+
+@cache
+def decoded(name: str) -> Decoded:
+    events = rows = 0
+    try:
+        for item in decode_file(CORPUS / name):
+            events += 1
+            rows += len(item.rows)
+    except BinlogError:
+        pass  # the fatal error of a bad file: FATAL says which, test_corpus.py checks it
+    return Decoded(events, rows)
+
+
+@pytest.fixture(scope="module")
+def corpus_run(spark: SparkSession, tmp_path_factory: pytest.TempPathFactory) -> CorpusRun:
+    cfg = AppConfig(
+        input=InputSettings(path=str(CORPUS), glob="*", recursive=True),
+        storage=StorageSettings(root=str(tmp_path_factory.mktemp("corpus_lake")), register_tables=False),
+    )
+    log = io.StringIO()
+    report = run(spark, cfg, err=log)
+    return CorpusRun(report, Lakehouse(spark, cfg.storage), log.getvalue())
+
+
+def _per_file(frame_rows: list[tuple[str, int]]) -> dict[str, int]:
+    return {relative(file): count for file, count in frame_rows}
+
+
+def test_the_run_over_the_whole_corpus_completes_and_says_input_was_quarantined(corpus_run: CorpusRun) -> None:
+    report = corpus_run.report
+    assert report.stages == ["bronze", "silver", "gold"], corpus_run.log
+    assert report.failed_gate is None
+    assert report.exit_code == EXIT_QUARANTINED
+    assert report.files_built == {"bronze": 150, "silver": 150, "gold": 150}
+
+
+def test_quarantine_holds_exactly_the_problems_the_decoder_reports_with_code_and_offset(
+    corpus_run: CorpusRun,
+) -> None:
+    rows = corpus_run.lake.read(Table.bronze("quarantine")).select("file", "code", "offset").collect()
+    quarantined = Counter((relative(r.file), r.code, r.offset) for r in rows)
+    expected = Counter({(name, code, offset): 1 for name, (code, offset) in (FATAL | NOT_BINLOGS).items()})
+    for name, problems in EVENT_PROBLEMS.items():
+        expected.update((name, code, offset) for code, offset in problems)
+    assert quarantined == expected
+
+
+def test_bad_files_are_marked_with_their_status_and_every_other_file_is_complete(corpus_run: CorpusRun) -> None:
+    files = corpus_run.lake.read(Table.bronze("binlog_files")).select("file", "status", "error_code").collect()
+    statuses = {relative(r.file): (r.status, r.error_code) for r in files}
+    assert sorted(statuses) == sorted([*corpus_files(), *NOT_BINLOGS])
+    bad = {name: code for name, (code, _offset) in (FATAL | NOT_BINLOGS).items()}
+    assert {name: code for name, (status, code) in statuses.items() if status != "complete"} == bad
+    assert all(code is None for name, (status, code) in statuses.items() if status == "complete")
+
+
+def test_every_event_the_decoder_reads_is_one_bronze_row_file_by_file(corpus_run: CorpusRun) -> None:
+    events = corpus_run.lake.read(Table.bronze("binlog_events")).groupBy("file").count().collect()
+    in_bronze = _per_file([(r.file, r["count"]) for r in events])
+    expected = {name: decoded(name).events for name in corpus_files()}
+    assert in_bronze == {name: n for name, n in expected.items() if n}
+
+
+def test_every_row_change_the_decoder_reads_is_in_gold_file_by_file(corpus_run: CorpusRun) -> None:
+    changes = corpus_run.lake.read(Table.gold("changes"))
+    in_gold = _per_file([(r.file, r["count"]) for r in changes.groupBy("file").count().collect()])
+    expected = {name: decoded(name).rows for name in corpus_files()}
+    assert in_gold == {name: n for name, n in expected.items() if n}
+    assert sum(in_gold.values()) == TOTAL_ROW_CHANGES
+
+
+def test_the_typed_tables_hold_every_row_change_once(corpus_run: CorpusRun) -> None:
+    lake = corpus_run.lake
+    names = [name for name in lake.tables(Layer.GOLD) if name != "changes" and not name.startswith("_")]
+    per_table = {name: lake.read(Table.gold(name)).count() for name in names}
+    by_source: Counter[str] = Counter()
+    for r in lake.read(Table.gold("changes")).groupBy("schema_name", "table_name").count().collect():
+        by_source[gold_table_name(r.schema_name, r.table_name)] += r["count"]
+    assert per_table == dict(by_source)
+    assert sum(per_table.values()) == TOTAL_ROW_CHANGES
