@@ -405,18 +405,17 @@ class TablePlan:
                 codecs.append(exc)  # raised only if a row holds this column
         self.codecs = codecs
         self.json_columns = [c.index for c in table_map.columns if c.type == ColumnType.JSON]
-        self.images: dict[bytes, ImageDecoder] = {}
+        self.images: dict[tuple[bytes, int], ImageDecoder] = {}
 
     def image(self, bitmap: bytes, num_columns: int) -> ImageDecoder:
         """The decoder for images holding the columns of ``bitmap``."""
-        decoder = self.images.get(bitmap)
+        width = len(self.codecs)
+        if num_columns > width:
+            raise MalformedError(f"rows event has {num_columns} columns, its TABLE_MAP {width}")
+        key = (bitmap, num_columns)
+        decoder = self.images.get(key)
         if decoder is None:
-            if num_columns > len(self.table_map.columns):
-                raise MalformedError(
-                    f"rows event has {num_columns} columns, its TABLE_MAP {len(self.table_map.columns)}"
-                )
-            present = present_columns(bitmap, num_columns)
-            decoder = self.images[bitmap] = ImageDecoder(self.codecs, present, len(self.table_map.columns))
+            decoder = self.images[key] = ImageDecoder(self.codecs, present_columns(bitmap, num_columns), width)
         return decoder
 
 
@@ -447,6 +446,9 @@ def _decode_rows(event: RowsEvent, plan: TablePlan, problems: list[BinlogError])
         return _decode_partial(event, plan, problems)
     first = plan.image(event.present_before, event.num_columns)
     second = plan.image(event.present_after, event.num_columns) if event.kind.op == "update" else None
+    if pos < end and not first.nbytes and (second is None or not second.nbytes):
+        # images of no columns have no bytes, not even a null bitmap: the rows cannot advance
+        raise MalformedError(f"{end - pos} bytes of rows follow, but the columns-present bitmaps name no column")
     op = event.kind.op
     rows: list[RowPair] = []
     append = rows.append
@@ -513,7 +515,7 @@ def _decode_v0(event: RowsEvent, plan: TablePlan, problems: list[BinlogError]) -
     used_bits = 1 + len(null_bit)
     nbytes = (used_bits + 7) // 8
     unused_mask = ((1 << (nbytes * 8)) - 1) ^ ((1 << used_bits) - 1)
-    present = present_columns(event.present_before, event.num_columns)
+    present = plan.image(event.present_before, event.num_columns).present
     data, pos, end = event.data, event.rows_at, len(event.data)
 
     def image() -> Row:
