@@ -471,11 +471,15 @@ CODEC_FACTORIES: dict[int, Callable[[Column, _Context], ColumnCodec]] = {
 
 
 def codec_for(column: Column, options: DecodeOptions, flavor: Flavor) -> ColumnCodec:
-    """Choose and bind the decoder of one column (once per TABLE_MAP)."""
+    """Choose and bind the decoder of one column (once per TABLE_MAP).
+
+    Errors name the column (``col 3 price``): its type has no decoder, or its metadata is
+    impossible for the type.
+    """
     make = CODEC_FACTORIES.get(column.type)
-    if make is None:
-        raise UnsupportedError(f"column type {column.type_name} ({column.type}) in a row image")
     try:
+        if make is None:
+            raise UnsupportedError(f"column type {column.type_name} ({column.type}) in a row image")
         return make(column, _Context(options, flavor))
     except (MalformedError, UnsupportedError) as exc:
         raise exc.within(f"col {column.index + 1} {column.display_name}") from None

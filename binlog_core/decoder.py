@@ -12,7 +12,9 @@ GTID of the transaction being read.  :func:`decode_file` runs framing and decodi
 Problems that spoil one event (a checksum mismatch, an undecodable body, a rows event whose
 table id has no TABLE_MAP) are attached to that event's :class:`DecodedEvent` and reading
 goes on; problems that make the rest of the file unreadable are raised after everything
-before them has been yielded.
+before them has been yielded.  Everything that can be decoded is: a rows event with a row
+that cannot be read keeps the rows before it, with the error among its problems (the rows
+after it cannot be framed).
 """
 
 from __future__ import annotations
@@ -223,7 +225,12 @@ def _row_changes(ctx: _ChangeContext, pairs: list[RowPair]) -> list[RowChange]:
 
 @dataclass(slots=True)
 class DecodedEvent:
-    """One event with its typed body, the row changes it holds, and what was wrong with it."""
+    """One event with its typed body, the row changes it holds, and what was wrong with it.
+
+    A problem of severity ``error`` means the event was not decoded completely: ``body`` is
+    ``None`` when even its fixed part did not decode; a rows event keeps its header and the
+    rows read before the row that failed.
+    """
 
     event: Event
     body: object | None

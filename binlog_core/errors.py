@@ -70,6 +70,22 @@ class BinlogError(Exception):
         self.path = (step, *self.path)
         return self
 
+    def copy(self) -> Self:
+        """A new error of the same class, message, location and path.
+
+        An error kept to be raised later, possibly many times (a column a table plan cannot
+        decode), is raised as a copy: :meth:`locate` and :meth:`within` then add the context
+        of each raise to that raise's error alone.
+        """
+        return type(self)(
+            self.message,
+            file=self.file,
+            offset=self.offset,
+            inner_index=self.inner_index,
+            event_type=self.event_type,
+            path=self.path,
+        )
+
     @property
     def where(self) -> str:
         """``file@offset[#inner] EVENT -> path`` for messages and quarantine rows."""

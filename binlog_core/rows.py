@@ -10,8 +10,8 @@ v2 = MySQL 5.6+)::
                  rows: { image } for WRITE/DELETE, { before image | after image } for UPDATE
 
     image        null bitmap[(present columns + 7) / 8] | value of each present non-NULL column
-    PARTIAL_UPDATE_ROWS: before image | value_options packed | [partial bits[(JSON columns + 7) / 8]]
-                         | after image, partial JSON columns holding diffs instead of documents
+    PARTIAL_UPDATE_ROWS: before image | value_options packed | [partial bits[(JSON columns of the
+                         table + 7) / 8]] | after image, partial JSON columns holding diffs
 
 Bitmaps are least significant bit first.  MariaDB's compressed rows events (166-171) store
 the rows part (after the bitmaps) zlib-compressed (:mod:`binlog_core.compression`).
@@ -38,7 +38,14 @@ from binlog_core.columns import ABSENT, ColumnCodec, DecodeOptions, codec_for
 from binlog_core.compression import inflate_mariadb
 from binlog_core.constants import ColumnType, EventType, Flavor
 from binlog_core.cursor import Cursor
-from binlog_core.errors import BinlogError, CharsetWarning, MalformedError, TruncatedError, UnsupportedError
+from binlog_core.errors import (
+    BinlogError,
+    CharsetWarning,
+    MalformedError,
+    TruncatedError,
+    UnsupportedError,
+    as_event_problem,
+)
 from binlog_core.event import FormatDescription
 from binlog_core.json_binary import JsonDiff, decode_json_diff
 from binlog_core.table_map import TableMap
@@ -281,7 +288,7 @@ class ImageDecoder:
                 continue
             codec = self.codecs[index]
             if isinstance(codec, BinlogError):
-                raise codec
+                raise codec.copy()
             try:
                 value, pos = codec.read(buf, pos)
             except BinlogError as exc:
@@ -402,7 +409,7 @@ class TablePlan:
             try:
                 codecs.append(codec_for(column, options, fde.flavor))
             except BinlogError as exc:
-                codecs.append(exc)  # raised only if a row holds this column
+                codecs.append(exc)  # raised (as a fresh copy each time) only if a row holds this column
         self.codecs = codecs
         self.json_columns = [c.index for c in table_map.columns if c.type == ColumnType.JSON]
         self.images: dict[tuple[bytes, int], ImageDecoder] = {}
@@ -425,32 +432,49 @@ _OLD_TEMPORAL = frozenset({ColumnType.TIME, ColumnType.DATETIME, ColumnType.TIME
 
 
 def decode_rows(event: RowsEvent, plan: TablePlan, problems: list[BinlogError]) -> list[RowPair]:
-    """Every row of a rows event as (before, after) images; the absent side is ``None``."""
+    """Every row of a rows event that can be read, as (before, after) images; the absent side is ``None``.
+
+    Rows are framed one after the other, so a row that cannot be read ends the event's rows:
+    the rows before it are returned, and its error (path ``row N -> col M name``) is appended
+    to ``problems`` as a problem of the whole event -- a value running past the event's end is
+    MALFORMED, as :func:`~binlog_core.errors.as_event_problem` says.  Warnings (text kept as
+    bytes) are appended too, and the rows they concern are returned.
+
+    The one exception: a table whose TIME/DATETIME/TIMESTAMP columns MariaDB < 10.1 logged
+    without their precision is read as precision 0; when a row does not read so, no row of the
+    event is returned (the ones before were read at a guessed width) and the problem is
+    UNSUPPORTED.
+    """
+    rows: list[RowPair] = []
     try:
-        return _decode_rows(event, plan, problems)
-    except (TruncatedError, MalformedError) as exc:
-        if not plan.unsized_temporal:
-            raise
-        raise UnsupportedError(
-            "the table has TIME/DATETIME/TIMESTAMP columns logged by MariaDB before 10.1 without their "
-            f"fractional precision, and its rows do not read as precision 0 ({exc.message})",
-            path=exc.path,
-        ) from None
+        _decode_rows(event, plan, problems, rows)
+    except BinlogError as exc:
+        if plan.unsized_temporal and isinstance(exc, (TruncatedError, MalformedError)):
+            rows.clear()
+            exc = UnsupportedError(
+                "the table has TIME/DATETIME/TIMESTAMP columns logged by MariaDB before 10.1 without their "
+                f"fractional precision, and its rows do not read as precision 0 ({exc.message})",
+                path=exc.path,
+            )
+        problems.append(as_event_problem(exc))
+    return rows
 
 
-def _decode_rows(event: RowsEvent, plan: TablePlan, problems: list[BinlogError]) -> list[RowPair]:
+def _decode_rows(event: RowsEvent, plan: TablePlan, problems: list[BinlogError], rows: list[RowPair]) -> None:
+    """Append each row to ``rows`` as it is read; raise the first error (naming its row)."""
     data, pos, end = event.data, event.rows_at, len(event.data)
     if event.kind.version == 0:
-        return _decode_v0(event, plan, problems)
+        _decode_v0(event, plan, rows)
+        return
     if event.kind.partial:
-        return _decode_partial(event, plan, problems)
+        _decode_partial(event, plan, problems, rows)
+        return
     first = plan.image(event.present_before, event.num_columns)
     second = plan.image(event.present_after, event.num_columns) if event.kind.op == "update" else None
     if pos < end and not first.nbytes and (second is None or not second.nbytes):
         # images of no columns have no bytes, not even a null bitmap: the rows cannot advance
         raise MalformedError(f"{end - pos} bytes of rows follow, but the columns-present bitmaps name no column")
     op = event.kind.op
-    rows: list[RowPair] = []
     append = rows.append
     # ImageDecoder.decode inlined: look the null bitmap's compiled function up, run it, and let
     # the decoder (compiling a new pattern, or interpreting) handle everything else
@@ -492,10 +516,9 @@ def _decode_rows(event: RowsEvent, plan: TablePlan, problems: list[BinlogError])
                 append((before, after))
     except BinlogError as exc:
         raise exc.within(f"row {len(rows)}") from None
-    return rows
 
 
-def _decode_v0(event: RowsEvent, plan: TablePlan, problems: list[BinlogError]) -> list[RowPair]:
+def _decode_v0(event: RowsEvent, plan: TablePlan, rows: list[RowPair]) -> None:
     """Pre-GA rows events (MySQL 5.1.0-5.1.17 and 5.1/5.2 development trees).
 
     Their images are the table's record null bytes followed by every column of the
@@ -529,7 +552,7 @@ def _decode_v0(event: RowsEvent, plan: TablePlan, problems: list[BinlogError]) -
         for index in present:
             codec = plan.codecs[index]
             if isinstance(codec, BinlogError):
-                raise codec
+                raise codec.copy()
             try:
                 value, pos = codec.read(data, pos)
             except BinlogError as exc:
@@ -538,7 +561,6 @@ def _decode_v0(event: RowsEvent, plan: TablePlan, problems: list[BinlogError]) -
             out[index] = None if bit is not None and nulls >> bit & 1 else value
         return tuple(out)
 
-    rows: list[RowPair] = []
     try:
         while pos < end:
             if event.kind.op == "insert":
@@ -550,30 +572,45 @@ def _decode_v0(event: RowsEvent, plan: TablePlan, problems: list[BinlogError]) -
                 rows.append((before, image()))
     except BinlogError as exc:
         raise exc.within(f"row {len(rows)}") from None
-    return rows
 
 
-def _decode_partial(event: RowsEvent, plan: TablePlan, problems: list[BinlogError]) -> list[RowPair]:
-    """PARTIAL_UPDATE_ROWS: JSON columns flagged in the partial bits hold diff vectors."""
+PARTIAL_JSON_UPDATES = 1
+"""``value_options`` bit: the after image's JSON columns flagged in ``partial_bits`` hold diffs
+(``# orig: enum_binlog_row_value_options::PARTIAL_JSON_UPDATES``)."""
+
+
+def _decode_partial(event: RowsEvent, plan: TablePlan, problems: list[BinlogError], rows: list[RowPair]) -> None:
+    """PARTIAL_UPDATE_ROWS (MySQL 8.0 ``binlog_row_value_options=PARTIAL_JSON``)::
+
+        before image | value_options packed |
+        [PARTIAL_JSON_UPDATES: partial_bits[(JSON columns of the table + 7) / 8]] | after image
+
+    ``partial_bits`` has one bit (LSB first) for every JSON column of the TABLE_MAP, in column
+    order, whether or not the column is in the after image; a set bit means that column's value
+    in the after image is a diff vector (:func:`~binlog_core.json_binary.decode_json_diff`).
+    MySQL ``sql/log_event.cc``, ``Rows_log_event::print_verbose_one_row`` ("the partial_bits
+    bitmap has a bit for every JSON column regardless of whether it is included in the
+    bitmap"; ``value += (td->json_column_count() + 7) / 8``):
+    https://github.com/mysql/mysql-server/blob/trunk/sql/log_event.cc
+    """
     data, pos, end = event.data, event.rows_at, len(event.data)
     before_image = plan.image(event.present_before, event.num_columns)
     after_present = present_columns(event.present_after, event.num_columns)
-    json_after = [i for i in plan.json_columns if i in after_present]
-    rows: list[RowPair] = []
+    json_columns = plan.json_columns
+    len_partial_bits = (len(json_columns) + 7) // 8
     try:
         while pos < end:
             before, pos = before_image.interpret(data, pos, problems)
             c = Cursor(data, pos)
             options = c.packed_int("value_options")
             partial: set[int] = set()
-            if options & 1:
-                bits = c.take((len(json_after) + 7) // 8, "partial_bits")
-                partial = {col for k, col in enumerate(json_after) if bits[k >> 3] >> (k & 7) & 1}
+            if options & PARTIAL_JSON_UPDATES:
+                bits = c.take(len_partial_bits, "partial_bits")
+                partial = {col for k, col in enumerate(json_columns) if bits[k >> 3] >> (k & 7) & 1}
             after, pos = _partial_after(data, c.pos, plan, after_present, partial, problems)
             rows.append((before, after))
     except BinlogError as exc:
         raise exc.within(f"row {len(rows)}") from None
-    return rows
 
 
 def _partial_after(
@@ -590,7 +627,7 @@ def _partial_after(
             continue
         codec = plan.codecs[index]
         if isinstance(codec, BinlogError):
-            raise codec
+            raise codec.copy()
         column = codec.column
         try:
             if index in partial:

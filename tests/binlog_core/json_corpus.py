@@ -7,7 +7,8 @@ v2 rows event layout::
     table_id:6 flags:2 extra_len:2 extra[extra_len - 2] num_columns:packed
     present_columns[(n + 7) / 8] [present_after[(n + 7) / 8] for UPDATE/PARTIAL_UPDATE]
     rows: null_bitmap[(present + 7) / 8] values...
-          PARTIAL_UPDATE after image: value_options:packed [partial_bits] null_bitmap values...
+          PARTIAL_UPDATE after image: value_options:packed
+                                      [partial_bits[(JSON columns of the table + 7) / 8]] null_bitmap values...
 
 TABLE_MAP gives the column types and their metadata (JSON: one byte, the length of the
 value's length prefix).  The values come back as raw bytes, keyed by column index.
@@ -115,7 +116,9 @@ def images(path: Path) -> Iterator[Image]:
                 partial: set[int] = set()
                 if k == 1 and ev.type_name == "PARTIAL_UPDATE_ROWS":
                     options = c.packed_int("value options")
-                    json_columns = [i for i in range(n) if table.types[i] == JSON_TYPE and columns_present[i]]
+                    # one partial bit per JSON column of the table, present in the after image or not
+                    # (MySQL sql/log_event.cc Rows_log_event::print_verbose_one_row: json_column_count())
+                    json_columns = [i for i, t in enumerate(table.types) if t == JSON_TYPE]
                     if options & 1:
                         flags = _bits(c.take((len(json_columns) + 7) // 8, "partial bits"), len(json_columns))
                         partial = {col for col, flag in zip(json_columns, flags, strict=True) if flag}
