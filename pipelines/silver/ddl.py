@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from itertools import pairwise
 
 import sqlglot
@@ -85,6 +85,77 @@ class ColumnSpec:
     collation: str | None = None
 
 
+Charset = tuple[str | None, str | None]
+"""A default character set and collation (``("latin1", None)``); ``(None, None)`` when unknown."""
+
+_TEXT_TYPES = frozenset({"char", "varchar", "tinytext", "text", "mediumtext", "longtext", "enum", "set"})
+"""Types whose columns take the table's default character set when they name none."""
+
+
+def _base_type(type_text: str) -> str:
+    """``varchar`` of ``varchar(20)``, ``int`` of ``int unsigned``."""
+    return type_text.split("(", 1)[0].split(" ", 1)[0].lower()
+
+
+def _charset_of_collation(collation: str) -> str:
+    return collation.split("_", 1)[0]
+
+
+def _with_default(spec: ColumnSpec, default: Charset) -> ColumnSpec:
+    """A text column's character set as MySQL completes it: its own, its collation's, else the table's.
+
+    MariaDB's JSON is LONGTEXT in utf8mb4 whatever the table's default is.
+    """
+    base = _base_type(spec.type)
+    if spec.charset is None and spec.collation is not None:
+        return replace(spec, charset=_charset_of_collation(spec.collation))
+    if spec.charset is not None or spec.collation is not None:
+        return spec
+    if base == "json":
+        return replace(spec, charset="utf8mb4", collation="utf8mb4_bin")
+    if base in _TEXT_TYPES and default != (None, None):
+        charset, collation = default
+        return replace(
+            spec,
+            charset=charset or (None if collation is None else _charset_of_collation(collation)),
+            collation=collation,
+        )
+    return spec
+
+
+def _charset_properties(expressions: list[exp.Expression]) -> Charset:
+    """``(charset, collation)`` of ``[DEFAULT] CHARSET=x COLLATE=y`` table or database options."""
+    charset = collation = None
+    for prop in expressions:
+        if isinstance(prop, exp.CharacterSetProperty):
+            charset = prop.this.name.lower()
+        elif isinstance(prop, exp.CollateProperty):
+            collation = prop.this.name.lower()
+    if charset is None and collation is not None:
+        charset = _charset_of_collation(collation)
+    return (charset, collation)
+
+
+_ALTER_MODIFIERS = frozenset({"ONLINE", "IGNORE"})
+"""MariaDB's ``ALTER [ONLINE] [IGNORE] TABLE``: the words change how, not what, so they are dropped."""
+
+
+def _without_alter_modifiers(statement: str) -> str:
+    """``ALTER ONLINE IGNORE TABLE t ...`` -> ``ALTER TABLE t ...`` (other statements unchanged)."""
+    try:
+        tokens = sqlglot.tokenize(statement, read="mysql")
+    except TokenError:
+        return statement
+    if not tokens or tokens[0].text.upper() != "ALTER":
+        return statement
+    rest = 1
+    while rest < len(tokens) and tokens[rest].text.upper() in _ALTER_MODIFIERS:
+        rest += 1
+    if rest == 1 or rest >= len(tokens):
+        return statement
+    return statement[: tokens[1].start] + statement[tokens[rest].start :]
+
+
 @dataclass(slots=True)
 class DdlResult:
     """What one statement did: the objects it touched and the tables whose columns changed."""
@@ -123,8 +194,22 @@ def _lower_type_name(text: str) -> str:
     return "".join(out)
 
 
+_LABELLED = {exp.DataType.Type.ENUM: "enum", exp.DataType.Type.SET: "set"}
+"""Types whose parameters are quoted labels, written back as MySQL writes them (``''`` inside)."""
+
+
+def _quoted_labels(word: str, labels: list[str]) -> str:
+    """``enum('a','it''s')``."""
+    return word + "(" + ",".join("'" + label.replace("'", "''") + "'" for label in labels) + ")"
+
+
 def _type_text(kind: exp.Expression | None) -> str:
-    return _lower_type_name(kind.sql(dialect="mysql")) if kind is not None else ""
+    if kind is None:
+        return ""
+    word = _LABELLED.get(kind.this) if isinstance(kind, exp.DataType) else None
+    if word is not None:
+        return _quoted_labels(word, [str(label.this) for label in kind.expressions])
+    return _lower_type_name(kind.sql(dialect="mysql"))
 
 
 def _spec_of(column: exp.ColumnDef) -> ColumnSpec:
@@ -165,8 +250,8 @@ def _split_top_level(tokens: list[Token]) -> Iterator[list[Token]]:
         yield part
 
 
-def _columns_from_tokens(statement: str) -> list[ColumnSpec]:
-    """The column list of a CREATE TABLE read from its tokens (for types sqlglot cannot build)."""
+def _column_list(statement: str) -> list[list[Token]]:
+    """The top-level elements of a CREATE TABLE's parenthesised list, as tokens."""
     tokens = sqlglot.tokenize(statement, read="mysql")
     start = next((i for i, t in enumerate(tokens) if t.token_type == TokenType.L_PAREN), None)
     if start is None:
@@ -182,24 +267,57 @@ def _columns_from_tokens(statement: str) -> list[ColumnSpec]:
                 break
     if end is None:
         raise ParseError("unbalanced column list")
-    columns = []
-    for part in _split_top_level(tokens[start + 1 : end]):
-        if not part or part[0].text.upper() in _CONSTRAINT_WORDS:
-            continue
-        type_tokens: list[str] = []
-        depth = 0
-        for token in part[1:]:
-            if depth == 0 and token.text.upper() in _ATTRIBUTE_WORDS:
-                break
-            depth += token.token_type == TokenType.L_PAREN
-            depth -= token.token_type == TokenType.R_PAREN
-            type_tokens.append(token.text if token.token_type != TokenType.STRING else f"'{token.text}'")
-        words = [t.text.upper() for t in part]
-        nullable = not any(pair == ("NOT", "NULL") for pair in pairwise(words))
-        nullable = nullable and "PRIMARY" not in words
-        type_text = _lower_type_name(" ".join(type_tokens).replace(" (", "(").replace("( ", "(").replace(" )", ")"))
-        columns.append(ColumnSpec(part[0].text, type_text.replace(" ,", ","), nullable))
-    return columns
+    return [part for part in _split_top_level(tokens[start + 1 : end]) if part]
+
+
+def _element_spec(statement: str, part: list[Token]) -> ColumnSpec:
+    """One column definition: parsed alone by sqlglot when it can, else read from its tokens (a
+    type sqlglot does not know, such as MariaDB's INET6 or UUID)."""
+    text = statement[part[0].start : part[-1].end + 1]
+    try:
+        parsed = sqlglot.parse_one(f"CREATE TABLE _element ({text})", read="mysql")
+    except (ParseError, TokenError):
+        parsed = None
+    definitions = [] if parsed is None else list(parsed.find_all(exp.ColumnDef))
+    if len(definitions) == 1:
+        return _spec_of(definitions[0])
+    type_tokens: list[Token] = []
+    depth = 0
+    for token in part[1:]:
+        if depth == 0 and token.text.upper() in _ATTRIBUTE_WORDS:
+            break
+        depth += token.token_type == TokenType.L_PAREN
+        depth -= token.token_type == TokenType.R_PAREN
+        type_tokens.append(token)
+    words = [t.text.upper() for t in part]
+    nullable = not any(pair == ("NOT", "NULL") for pair in pairwise(words)) and "PRIMARY" not in words
+    labels = [t.text for t in type_tokens if t.token_type == TokenType.STRING]
+    if type_tokens and type_tokens[0].text.lower() in {"enum", "set"}:
+        type_text = _quoted_labels(type_tokens[0].text.lower(), labels)
+    else:
+        joined = " ".join(t.text for t in type_tokens)
+        type_text = _lower_type_name(joined.replace(" (", "(").replace("( ", "(").replace(" )", ")").replace(" ,", ","))
+    return ColumnSpec(
+        part[0].text, type_text, nullable, _word_after(words, "CHARSET", "SET"), _word_after(words, "COLLATE")
+    )
+
+
+def _word_after(words: list[str], *keys: str) -> str | None:
+    """The (lower-case) word after the first of ``keys`` (``=`` skipped): ``CHARACTER SET x``, ``COLLATE y``."""
+    for i, word in enumerate(words[:-1]):
+        if word in keys:
+            following = words[i + 2] if words[i + 1] == "=" and i + 2 < len(words) else words[i + 1]
+            return following.lower()
+    return None
+
+
+def _columns_from_tokens(statement: str) -> list[ColumnSpec]:
+    """The column list of a CREATE TABLE that sqlglot cannot build as a whole, element by element."""
+    return [
+        _element_spec(statement, part)
+        for part in _column_list(statement)
+        if part[0].text.upper() not in _CONSTRAINT_WORDS
+    ]
 
 
 def _position(column: exp.ColumnDef) -> tuple[str, str | None] | None:
@@ -240,6 +358,20 @@ class SchemaRegistry:
 
     def __init__(self) -> None:
         self.tables: dict[TableKey, list[ColumnSpec]] = {}
+        self.table_charsets: dict[TableKey, Charset] = {}
+        """Each table's default character set (keys in lower case)."""
+        self.database_charsets: dict[str, Charset] = {}
+        """Each database's default character set (names in lower case), from CREATE/ALTER DATABASE."""
+
+    def table_charset(self, schema: str, table: str) -> Charset:
+        """The default character set of a table, else of its database, else ``(None, None)``."""
+        found = self.table_charsets.get((schema.lower(), table.lower()))
+        return found if found is not None else self.database_charsets.get(schema.lower(), (None, None))
+
+    def _set_table(self, key: TableKey, columns: list[ColumnSpec]) -> None:
+        """Store a table's columns, text columns completed with the table's default character set."""
+        default = self.table_charset(*key)
+        self.tables[key] = [_with_default(c, default) for c in columns]
 
     def columns(self, schema: str, table: str) -> list[ColumnSpec] | None:
         """The columns of a table, or None when it is not known."""
@@ -257,6 +389,7 @@ class SchemaRegistry:
         result = DdlResult()
         parsed: object
         error: str | None
+        statement = _without_alter_modifiers(statement)
         try:
             parsed = sqlglot.parse_one(statement, read="mysql")
         except (ParseError, TokenError) as exc:
@@ -271,6 +404,10 @@ class SchemaRegistry:
                 self._create(parsed, statement, default_schema, result)
             elif isinstance(parsed, exp.Alter):
                 self._alter(parsed, default_schema, result)
+            elif _first_words(statement)[:2] in (["ALTER", "DATABASE"], ["ALTER", "SCHEMA"]):
+                self._alter_database(statement, default_schema, result)
+            elif _first_words(statement)[:2] == ["ALTER", "TABLE"] and "CONVERT" in _words(statement):
+                self._convert(statement, default_schema, result)
             elif isinstance(parsed, exp.Drop):
                 self._drop(parsed, default_schema, result)
             elif isinstance(parsed, exp.TruncateTable):
@@ -291,11 +428,19 @@ class SchemaRegistry:
 
     def _create(self, parsed: exp.Create | None, statement: str, default_schema: str | None, result: DdlResult) -> None:
         kind = (parsed.args.get("kind") or "").upper() if parsed is not None else "TABLE"
+        properties = parsed.args.get("properties") if parsed is not None else None
+        options = list(properties.expressions) if properties is not None else []
         if kind in {"DATABASE", "SCHEMA"} and parsed is not None:
-            result.objects.append((parsed.this.name, parsed.this.name, "create_database"))
+            name = parsed.this.name
+            result.objects.append((name, name, "create_database"))
+            self.database_charsets[name.lower()] = _charset_properties(options)
             return
         if kind != "TABLE":
             return
+        temporary = any(isinstance(o, exp.TemporaryProperty) for o in options) or (
+            parsed is None and "TEMPORARY" in _first_words(statement)
+        )
+        like: exp.LikeProperty | None = None
         if parsed is None:
             tokens = sqlglot.tokenize(statement, read="mysql")
             names = _table_name_tokens(tokens)
@@ -317,10 +462,20 @@ class SchemaRegistry:
         schema = _schema_of(table, default_schema)
         if schema is None:
             raise ValueError("table without a schema and no default schema")
+        if temporary:
+            # a session's temporary table shadows nothing in the row events (they never name one)
+            result.objects.append((schema, table.name, "create_temporary"))
+            return
         if parsed is not None and parsed.args.get("exists") and self.columns(schema, table.name) is not None:
             return  # CREATE TABLE IF NOT EXISTS over an existing table changes nothing
         key = self.key(schema, table.name)
-        self.tables[key] = columns
+        charset = _charset_properties(options)
+        if charset == (None, None) and like is not None:
+            charset = self.table_charset(_schema_of(like.this, default_schema) or "", like.this.name)
+        self.table_charsets[(schema.lower(), table.name.lower())] = (
+            charset if charset != (None, None) else self.database_charsets.get(schema.lower(), (None, None))
+        )
+        self._set_table(key, columns)
         result.objects.append((schema, table.name, "create"))
         result.changed.append(key)
 
@@ -338,6 +493,9 @@ class SchemaRegistry:
             raise KeyError(f"ALTER TABLE of a table not known to the replay: {schema}.{table.name}")
         columns = list(current)
         renamed_to: exp.Table | None = None
+        charset = _charset_properties(list(parsed.args.get("options") or []))
+        if charset != (None, None):  # ALTER TABLE t [DEFAULT] CHARSET=x: columns added later take it
+            self.table_charsets[(schema.lower(), table.name.lower())] = charset
         for action in parsed.args.get("actions") or []:
             if isinstance(action, exp.ColumnDef):
                 if action.args.get("exists") and _has(columns, action.name):
@@ -368,8 +526,8 @@ class SchemaRegistry:
                 )
             elif isinstance(action, exp.AlterRename):
                 renamed_to = action.this
-        if columns != current:
-            self.tables[key] = columns
+        self._set_table(key, columns)
+        if self.tables[key] != current:
             result.changed.append(key)
         if renamed_to is not None:
             self._move(key, (_schema_of(renamed_to, schema) or schema, renamed_to.name), result)
@@ -380,6 +538,9 @@ class SchemaRegistry:
         if columns is None:
             raise KeyError(f"RENAME of a table not known to the replay: {old[0]}.{old[1]}")
         self.tables[new] = columns
+        charset = self.table_charsets.pop((old[0].lower(), old[1].lower()), None)
+        if charset is not None:
+            self.table_charsets[(new[0].lower(), new[1].lower())] = charset
         result.dropped.append(old)
         result.changed.append(new)
 
@@ -396,8 +557,55 @@ class SchemaRegistry:
             new = _dotted(pair[cut + 1 :], default_schema)
             self._move(old, new, result)
 
+    def _convert(self, statement: str, default_schema: str | None, result: DdlResult) -> None:
+        """``ALTER TABLE t CONVERT TO CHARACTER SET x [COLLATE y]``: every text column and the
+        table's default change (the only action of the statement, as the parser cannot read it)."""
+        words = _words(statement)
+        at = words.index("CONVERT")
+        if words[at + 1 : at + 2] != ["TO"]:
+            raise ParseError(f"statement not understood by the parser: {statement[:80]}")
+        tokens = sqlglot.tokenize(statement, read="mysql")
+        key = _dotted(tokens[2 : next(i for i, t in enumerate(tokens) if t.text.upper() == "CONVERT")], default_schema)
+        result.objects.append((key[0], key[1], "alter"))
+        current = self.columns(*key)
+        if current is None:
+            raise KeyError(f"ALTER TABLE of a table not known to the replay: {key[0]}.{key[1]}")
+        tail = words[at + 2 :]
+        collation = _word_after(tail, "COLLATE")
+        charset = _word_after(tail, "CHARSET", "SET") or (
+            None if collation is None else _charset_of_collation(collation)
+        )
+        self.table_charsets[(key[0].lower(), key[1].lower())] = (charset, collation)
+        converted = [
+            replace(c, charset=charset, collation=collation) if _base_type(c.type) in _TEXT_TYPES else c
+            for c in current
+        ]
+        if converted != current:
+            self.tables[self.key(*key)] = converted
+            result.changed.append(self.key(*key))
+
+    def _alter_database(self, statement: str, default_schema: str | None, result: DdlResult) -> None:
+        """``ALTER DATABASE [db] [DEFAULT] CHARACTER SET x [COLLATE y]``: tables created later take it."""
+        words = _words(statement)
+        named = len(words) > 2 and words[2] not in {"DEFAULT", "CHARACTER", "CHARSET", "COLLATE", "READ", "COMMENT"}
+        tokens = sqlglot.tokenize(statement, read="mysql")
+        name = tokens[2].text if named else default_schema
+        if name is None:
+            raise ValueError("ALTER DATABASE without a name and no default schema")
+        collation = _word_after(words, "COLLATE")
+        charset = _word_after(words, "CHARSET", "SET") or (
+            None if collation is None else _charset_of_collation(collation)
+        )
+        if (charset, collation) != (None, None):
+            self.database_charsets[name.lower()] = (charset, collation)
+        result.objects.append((name, name, "alter_database"))
+
     def _drop(self, parsed: exp.Drop, default_schema: str | None, result: DdlResult) -> None:
         kind = (parsed.args.get("kind") or "").upper()
+        if parsed.args.get("temporary"):
+            for table in parsed.args.get("tables") or [parsed.this]:
+                result.objects.append((_schema_of(table, default_schema) or "", table.name, "drop_temporary"))
+            return
         if kind in {"DATABASE", "SCHEMA"}:
             target = parsed.this or (parsed.args.get("tables") or [None])[0]
             if target is None:
@@ -428,6 +636,14 @@ def _first_words(statement: str) -> list[str]:
     for token in tokens[:3]:
         words += token.text.upper().split() if token.token_type == TokenType.STRING else [token.text.upper()]
     return words[:3]
+
+
+def _words(statement: str) -> list[str]:
+    """Every token of a statement in upper case (strings as they are)."""
+    return [
+        t.text if t.token_type == TokenType.STRING else t.text.upper()
+        for t in sqlglot.tokenize(statement, read="mysql")
+    ]
 
 
 def _table_name_tokens(tokens: list[Token]) -> list[str]:

@@ -80,8 +80,8 @@ class _History:
         self.rows.append(row)
 
 
-def _shape(columns: list[dict[str, Any]] | None) -> tuple[tuple[Any, Any], ...] | None:
-    return None if columns is None else tuple((c["name"], c["type"]) for c in columns)
+def _shape(columns: list[dict[str, Any]] | None) -> tuple[tuple[Any, ...], ...] | None:
+    return None if columns is None else tuple((c["name"], c["type"], c["charset"], c["collation"]) for c in columns)
 
 
 def _names(columns: list[dict[str, Any]] | None) -> tuple[str | None, ...] | None:

@@ -209,3 +209,65 @@ def test_statements_without_a_table_change_are_accepted_silently() -> None:
     ]:
         result = registry.apply(statement, None)
         assert (result.error, result.changed, result.dropped) == (None, [], []), statement
+
+
+def test_text_columns_take_the_character_set_of_their_table_else_of_their_database() -> None:
+    registry = SchemaRegistry()
+    registry.apply("CREATE DATABASE x CHARACTER SET latin1", None)
+    registry.apply(
+        "CREATE TABLE x.t (n INT UNSIGNED, c ENUM('x','it''s','a,b'), k CHAR(4) COLLATE latin1_bin, "
+        "h INET6, v VARCHAR(3), j JSON, u VARCHAR(2) CHARACTER SET utf8mb4)",
+        None,
+    )
+    registry.apply("CREATE TABLE x.g (s TEXT, b BLOB) DEFAULT CHARSET=greek", None)
+    assert registry.columns("x", "t") == [
+        ColumnSpec("n", "int unsigned", True),
+        ColumnSpec("c", "enum('x','it''s','a,b')", True, "latin1"),
+        ColumnSpec("k", "char(4)", True, "latin1", "latin1_bin"),
+        ColumnSpec("h", "inet6", True),  # read from the tokens: the other columns keep their charsets
+        ColumnSpec("v", "varchar(3)", True, "latin1"),
+        ColumnSpec("j", "json", True, "utf8mb4", "utf8mb4_bin"),  # MariaDB's JSON is utf8mb4 LONGTEXT
+        ColumnSpec("u", "varchar(2)", True, "utf8mb4"),
+    ]
+    assert registry.columns("x", "g") == [ColumnSpec("s", "text", True, "greek"), ColumnSpec("b", "blob", True)]
+
+
+def test_charset_changes_apply_to_the_columns_they_reach() -> None:
+    registry = SchemaRegistry()
+    registry.apply("CREATE TABLE d.t (id INT, a VARCHAR(5)) DEFAULT CHARSET=latin1", None)
+    registry.apply("ALTER TABLE d.t DEFAULT CHARSET=cp1251", None)  # only columns added later
+    registry.apply("ALTER TABLE d.t ADD COLUMN b TEXT", None)
+    assert [(c.name, c.charset) for c in registry.columns("d", "t") or []] == [
+        ("id", None),
+        ("a", "latin1"),
+        ("b", "cp1251"),
+    ]
+    converted = registry.apply("ALTER TABLE d.t CONVERT TO CHARACTER SET utf8mb4 COLLATE utf8mb4_bin", None)
+    assert (converted.error, converted.changed) == (None, [("d", "t")])
+    assert [(c.name, c.charset, c.collation) for c in registry.columns("d", "t") or []] == [
+        ("id", None, None),
+        ("a", "utf8mb4", "utf8mb4_bin"),
+        ("b", "utf8mb4", "utf8mb4_bin"),
+    ]
+    registry.apply("ALTER DATABASE d CHARACTER SET ascii", None)
+    registry.apply("CREATE TABLE d.later (s CHAR(1))", None)
+    assert registry.columns("d", "later") == [ColumnSpec("s", "char(1)", True, "ascii")]
+
+
+def test_mariadb_alter_online_and_ignore_change_columns_like_a_plain_alter() -> None:
+    registry = SchemaRegistry()
+    registry.apply("CREATE TABLE d.t (id INT)", None)
+    for statement in ("ALTER ONLINE TABLE d.t ADD COLUMN a INT", "ALTER IGNORE TABLE d.t ADD COLUMN b INT"):
+        result = registry.apply(statement, None)
+        assert (result.error, result.changed) == (None, [("d", "t")])
+    assert names(registry, "d", "t") == ["id", "a", "b"]
+
+
+def test_temporary_tables_never_replace_the_table_of_the_same_name() -> None:
+    registry = SchemaRegistry()
+    registry.apply("CREATE TABLE d.t (id INT, a INT)", None)
+    created = registry.apply("CREATE TEMPORARY TABLE d.t (z VARCHAR(3))", None)
+    dropped = registry.apply("DROP TEMPORARY TABLE IF EXISTS d.t", None)
+    assert (created.objects, created.changed) == ([("d", "t", "create_temporary")], [])
+    assert (dropped.objects, dropped.dropped) == ([("d", "t", "drop_temporary")], [])
+    assert names(registry, "d", "t") == ["id", "a"]
