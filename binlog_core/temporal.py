@@ -19,6 +19,26 @@ Formats (MySQL ``mysys/my_time.cc``, ``sql/field.cc``; MariaDB ``sql/compat56.cc
     TIMESTAMP2 (4 bytes BE + frac)  seconds since the epoch
 
     fraction: fsp 1-2 -> 1 byte (1/100 s), 3-4 -> 2 bytes BE (1/10000 s), 5-6 -> 3 bytes BE (us)
+
+How the server reads the fraction (MySQL ``mysys/my_time.cc`` ``my_datetime_packed_from_binary``,
+``my_timestamp_from_binary``, ``my_time_packed_from_binary``; MariaDB ``sql/compat56.cc`` alike)::
+
+    fsp          1-2 (1 byte)         3-4 (2 bytes)         5-6 (3 bytes)
+    DATETIME2    signed               signed (sint2korr)    signed (sint3korr)
+    TIMESTAMP2   unsigned             signed (sint2korr)    signed (sint3korr)
+    TIME2        unsigned, borrowed   unsigned, borrowed    with the integer part, as one
+                 when negative        when negative         48-bit value - TIMEF_OFS
+
+The server writes a fraction below one second: 0..99, 0..9999 or 0..999999 stored units, i.e.
+0 .. 10^fsp - 1 after scaling to the column's digits.  Anything else is damage: it is MALFORMED
+here (the server itself would print ``.-1`` or a seven-digit fraction).  For DATETIME2 and
+TIMESTAMP2 one unsigned comparison, ``stored < 10^(2 * bytes)``, is exactly that check whichever
+signedness the server reads with: a value it reads as negative has its top bit set, so read
+unsigned it is at least 0x80, 0x8000 or 0x800000, above each limit.  TIME2 checks the
+microseconds of the packed value, after the borrow of negative times.
+
+https://github.com/mysql/mysql-server/blob/trunk/mysys/my_time.cc
+https://github.com/MariaDB/server/blob/11.4/sql/compat56.cc
 """
 
 from __future__ import annotations
@@ -34,6 +54,11 @@ FRAC_BYTES = (0, 1, 1, 2, 2, 3, 3)
 
 _FRAC_SCALE = (0, 10000, 10000, 100, 100, 1, 1)
 """Multiplier from the stored fraction to microseconds, for fsp 0..6."""
+
+_FRAC_LIMIT = (1, 100, 100, 10000, 10000, 1000000, 1000000)
+"""Stored fractions are below this, for fsp 0..6: less than one second once scaled."""
+
+_FRAC_UNIT = {100: "hundredths", 10000: "ten-thousandths", 1000000: "millionths"}
 
 DATETIMEF_INT_OFS = 0x8000000000
 TIMEF_INT_OFS = 0x800000
@@ -77,12 +102,23 @@ def timestamp_text(seconds: int, micro: int = 0, fsp: int = 0) -> str:
     )
 
 
-def read_fraction(buf: bytes, pos: int, fsp: int, signed: bool) -> int:
-    """The stored fraction of a TIME2/DATETIME2/TIMESTAMP2 value, in microseconds."""
+def bad_fraction(type_name: str, fsp: int, stored: bytes) -> MalformedError:
+    """The error for a stored fraction of one second or more (or one the server reads as negative)."""
+    limit = _FRAC_LIMIT[fsp]
+    return MalformedError(
+        f"{type_name}({fsp}) fraction {stored.hex()} is out of range: "
+        f"0..{limit - 1} {_FRAC_UNIT[limit]} of a second"
+    )
+
+
+def read_fraction(buf: bytes, pos: int, fsp: int, type_name: str) -> int:
+    """The stored fraction of a DATETIME2/TIMESTAMP2 value, in microseconds (checked, see the module doc)."""
     n = FRAC_BYTES[fsp]
     if n == 0:
         return 0
-    raw = int.from_bytes(buf[pos : pos + n], "big", signed=signed)
+    raw = int.from_bytes(buf[pos : pos + n], "big")
+    if raw >= _FRAC_LIMIT[fsp]:
+        raise bad_fraction(type_name, fsp, bytes(buf[pos : pos + n]))
     return raw * _FRAC_SCALE[fsp]
 
 
@@ -91,7 +127,7 @@ def datetime2_text(buf: bytes, pos: int, fsp: int) -> str:
     intpart = int.from_bytes(buf[pos : pos + 5], "big") - DATETIMEF_INT_OFS
     if intpart < 0:
         raise MalformedError(f"negative DATETIME2 value {intpart}")
-    micro = read_fraction(buf, pos + 5, fsp, True)
+    micro = read_fraction(buf, pos + 5, fsp, "DATETIME2")
     ymd, hms = intpart >> 17, intpart & 0x1FFFF
     ym, day = ymd >> 5, ymd & 31
     year, month = divmod(ym, 13)
@@ -112,7 +148,7 @@ def datetime2_converter(fsp: int) -> Callable[[bytes], str]:
     n = FRAC_BYTES[fsp]
     frac_bits = 8 * n
     frac_mask = (1 << frac_bits) - 1
-    frac_sign = 1 << (frac_bits - 1) if n else 0
+    limit = _FRAC_LIMIT[fsp]
     scale = _FRAC_SCALE[fsp]
     cut = fsp + 1
     from_bytes = int.from_bytes
@@ -136,8 +172,8 @@ def datetime2_converter(fsp: int) -> Callable[[bytes], str]:
         if not n:
             return text
         frac = v & frac_mask
-        if frac & frac_sign:
-            return text + _frac((frac - frac_mask - 1) * scale, fsp)
+        if frac >= limit:
+            raise bad_fraction("DATETIME2", fsp, raw[5:])
         return text + f".{frac * scale:06d}"[:cut]
 
     return convert
@@ -152,7 +188,7 @@ def timestamp2_converter(fsp: int) -> Callable[[bytes], str]:
     n = FRAC_BYTES[fsp]
     frac_bits = 8 * n
     frac_mask = (1 << frac_bits) - 1
-    frac_sign = 1 << (frac_bits - 1) if n else 0
+    limit = _FRAC_LIMIT[fsp]
     scale = _FRAC_SCALE[fsp]
     from_bytes = int.from_bytes
     two = _TWO_DIGITS
@@ -164,7 +200,9 @@ def timestamp2_converter(fsp: int) -> Callable[[bytes], str]:
         micro = 0
         if n:
             frac = v & frac_mask
-            micro = (frac - frac_mask - 1 if frac & frac_sign else frac) * scale
+            if frac >= limit:
+                raise bad_fraction("TIMESTAMP2", fsp, raw[4:])
+            micro = frac * scale
         if seconds == 0 and micro == 0:
             return "0000-00-00 00:00:00" + _frac(0, fsp)
         day, rest = divmod(seconds, 86400)
@@ -184,7 +222,8 @@ def time2_text(buf: bytes, pos: int, fsp: int) -> str:
     """TIME2 at ``pos`` (3 + frac bytes; the caller checked they are there).
 
     Follows ``my_time_packed_from_binary``: the packed value is ``intpart << 24 | frac``
-    in a signed 64-bit space; negative values carry a borrowed fraction.
+    in a signed 64-bit space; negative values carry a borrowed fraction.  The microseconds of
+    the packed value's magnitude must be below one second (see the module doc).
     """
     n = FRAC_BYTES[fsp]
     if n == 3:
@@ -209,6 +248,8 @@ def time2_text(buf: bytes, pos: int, fsp: int) -> str:
     if packed < 0:
         sign, packed = "-", -packed
     hms, micro = packed >> 24, packed & 0xFFFFFF
+    if micro > 999999:
+        raise bad_fraction("TIME2", fsp, bytes(buf[pos + 3 : pos + 3 + n]))
     hour, minute, second = (hms >> 12) & 0x3FF, (hms >> 6) & 63, hms & 63
     return f"{sign}{hour:02d}:{minute:02d}:{second:02d}" + _frac(micro, fsp)
 
@@ -216,4 +257,4 @@ def time2_text(buf: bytes, pos: int, fsp: int) -> str:
 def timestamp2_text(buf: bytes, pos: int, fsp: int) -> str:
     """TIMESTAMP2 at ``pos`` (4 + frac bytes; the caller checked they are there)."""
     (seconds,) = _BE32.unpack_from(buf, pos)
-    return timestamp_text(seconds, read_fraction(buf, pos + 4, fsp, True), fsp)
+    return timestamp_text(seconds, read_fraction(buf, pos + 4, fsp, "TIMESTAMP2"), fsp)
