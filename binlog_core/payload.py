@@ -9,9 +9,14 @@ the payload bytes::
     field_type 1 = payload_size, 2 = compression_type (0 zstd, 255 none),
                3 = uncompressed_size; unknown field types are skipped by their length.
 
+The server writes compression_type, then uncompressed_size (not for type none), then
+payload_size; like the server's reader, a header without payload_size or compression_type, or
+without the end mark, is malformed (``# orig: codecs::binary::Transaction_payload::decode``).
+
 The decompressed payload is a plain sequence of events with 19-byte headers and no
 checksums (the outer event's checksum covers them).
 https://dev.mysql.com/doc/dev/mysql-server/latest/classbinary__log_1_1Transaction__payload__event.html
+https://github.com/mysql/mysql-server/blob/trunk/libs/mysql/binlog/event/codecs/binary.cpp
 """
 
 from __future__ import annotations
@@ -25,11 +30,21 @@ import zstandard
 
 from binlog_core.constants import LOG_EVENT_HEADER_LEN, event_type_name
 from binlog_core.cursor import Cursor
-from binlog_core.errors import BinlogError, DecompressionError, MalformedError, TruncatedError, UnsupportedError
+from binlog_core.errors import (
+    BinlogError,
+    DecompressionError,
+    MalformedError,
+    UnsupportedError,
+    as_event_problem,
+)
 from binlog_core.event import HEADER, Event, EventHeader
 
 MAX_PAYLOAD_SIZE = 1 << 32
 """A transaction larger than 4 GiB uncompressed is treated as corrupt rather than inflated."""
+
+INFLATE_CHUNK = 1 << 20
+"""Bytes asked of the zstd stream per read: memory follows what the payload really holds, never
+the size its header declares (``stream_reader.read(n)`` allocates ``n`` bytes up front)."""
 
 
 class PayloadField(IntEnum):
@@ -59,12 +74,17 @@ class TransactionPayload:
 
 
 def decode_transaction_payload(body: bytes) -> TransactionPayload:
-    """Read the TLV header and slice out the (compressed) payload."""
+    """Read the TLV header and slice out the (compressed) payload.
+
+    ``payload_size`` and ``compression_type`` must both be present, as the server requires.
+    """
     c = Cursor(body)
     payload_size: int | None = None
-    compression_type = CompressionType.NONE.value
+    compression_type: int | None = None
     uncompressed_size: int | None = None
     while True:
+        if c.at_end():
+            raise MalformedError("payload header without an end mark")
         field_type = c.packed_int("field_type")
         if field_type == PayloadField.END_MARK:
             break
@@ -76,8 +96,9 @@ def decode_transaction_payload(body: bytes) -> TransactionPayload:
             compression_type = field.packed_int("compression_type")
         elif field_type == PayloadField.UNCOMPRESSED_SIZE:
             uncompressed_size = field.packed_int("uncompressed_size")
-    if payload_size is None:
-        payload_size = c.remaining
+    if payload_size is None or compression_type is None:
+        missing = "payload_size" if payload_size is None else "compression_type"
+        raise MalformedError(f"payload header without {missing}")
     payload = c.take(payload_size, "payload")
     if not c.at_end():
         raise MalformedError(f"{c.remaining} bytes after the {payload_size}-byte payload")
@@ -85,46 +106,70 @@ def decode_transaction_payload(body: bytes) -> TransactionPayload:
 
 
 def inflate(header: TransactionPayload) -> bytes:
-    """The payload's uncompressed bytes."""
+    """The payload's uncompressed bytes.
+
+    A declared ``uncompressed_size`` the bytes do not have is malformed; zstd output is read in
+    chunks of :data:`INFLATE_CHUNK` up to that size (at most :data:`MAX_PAYLOAD_SIZE`), so a
+    damaged size never makes this allocate more than the stream really inflates to.
+    """
+    declared = header.uncompressed_size
+    if declared is not None and declared > MAX_PAYLOAD_SIZE:
+        raise MalformedError(f"uncompressed_size {declared} exceeds {MAX_PAYLOAD_SIZE}")
     if header.compression_type == CompressionType.NONE:
-        return header.payload
-    if header.compression_type != CompressionType.ZSTD:
+        out = header.payload
+    elif header.compression_type == CompressionType.ZSTD:
+        out = _inflate_zstd(header.payload, MAX_PAYLOAD_SIZE if declared is None else declared)
+    else:
         raise UnsupportedError(f"compression type {header.compression_type} (known: 0 zstd, 255 none)")
-    limit = header.uncompressed_size if header.uncompressed_size is not None else MAX_PAYLOAD_SIZE
-    if limit > MAX_PAYLOAD_SIZE:
-        raise MalformedError(f"uncompressed_size {limit} exceeds {MAX_PAYLOAD_SIZE}")
-    try:
-        with zstandard.ZstdDecompressor().stream_reader(io.BytesIO(header.payload)) as reader:
-            out = reader.read(limit + 1)  # bounded: a corrupt size cannot make us allocate more
-    except zstandard.ZstdError as exc:
-        raise DecompressionError(f"zstd: {exc}") from None
-    if len(out) > limit:
-        raise DecompressionError(f"zstd payload inflates past its declared {limit} bytes")
-    if header.uncompressed_size is not None and len(out) != header.uncompressed_size:
-        raise DecompressionError(
-            f"zstd payload inflated to {len(out)} bytes, the header says {header.uncompressed_size}"
-        )
+    if declared is not None and len(out) != declared:
+        more = "more than" if len(out) > declared else f"{len(out)} bytes, not"
+        raise MalformedError(f"payload holds {more} the {declared} bytes its header declares")
     return out
 
 
+def _inflate_zstd(payload: bytes, limit: int) -> bytes:
+    """At most ``limit + 1`` bytes of the zstd stream, read chunk by chunk."""
+    chunks: list[bytes] = []
+    size = 0
+    try:
+        source = io.BytesIO(payload)
+        with zstandard.ZstdDecompressor().stream_reader(source, read_across_frames=True) as reader:
+            while size <= limit:
+                chunk = reader.read(min(INFLATE_CHUNK, limit + 1 - size))
+                if not chunk:
+                    break
+                chunks.append(chunk)
+                size += len(chunk)
+    except zstandard.ZstdError as exc:
+        raise DecompressionError(f"zstd: {exc}") from None
+    return b"".join(chunks)
+
+
 def explode_payload(event: Event) -> Iterator[Event]:
-    """The events inside a TRANSACTION_PAYLOAD event, numbered by ``inner_index``."""
+    """The events inside a TRANSACTION_PAYLOAD event, numbered by ``inner_index``.
+
+    The event is whole: a header field or payload running past its end is malformed.
+    """
     try:
         data = inflate(decode_transaction_payload(event.body))
     except BinlogError as exc:
-        raise event.locate(exc) from None
+        raise event.locate(as_event_problem(exc)) from None
     yield from split_inner_events(data, event)
 
 
 def split_inner_events(data: bytes, outer: Event) -> Iterator[Event]:
-    """Frame the events packed (without checksums) inside an outer event's decompressed payload."""
+    """Frame the events packed (without checksums) inside an outer event's decompressed payload.
+
+    The outer event is whole, so an inner event that runs past the payload's end is damage to
+    it (malformed), not a file cut short.
+    """
     desc = outer.fde
     pos = 0
     index = 0
     n = len(data)
     while pos < n:
         if n - pos < LOG_EVENT_HEADER_LEN:
-            raise TruncatedError(
+            raise MalformedError(
                 f"payload ends inside an event header ({n - pos} of {LOG_EVENT_HEADER_LEN} bytes)",
                 file=outer.file,
                 offset=outer.offset,
@@ -142,7 +187,7 @@ def split_inner_events(data: bytes, outer: Event) -> Iterator[Event]:
                 event_type=type_name,
             )
         if pos + size > n:
-            raise TruncatedError(
+            raise MalformedError(
                 f"inner event declares {size} bytes, the payload has {n - pos} left",
                 file=outer.file,
                 offset=outer.offset,
