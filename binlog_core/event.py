@@ -27,6 +27,7 @@ from typing import NamedTuple
 from binlog_core.constants import (
     CHECKSUM_LEN,
     LOG_EVENT_HEADER_LEN,
+    OLD_HEADER_LEN,
     ST_SERVER_VER_LEN,
     ChecksumAlg,
     EventFlags,
@@ -273,7 +274,10 @@ def _dev_tree_permutation(server_version: str, num_types: int) -> bytes | None:
     return _DEV_TREE_TYPES if known else None
 
 
-# Post-header lengths of binlog v1 and v3 files, which have no FORMAT_DESCRIPTION
+ROTATE_HEADER_LEN = 8
+"""ROTATE's post-header: the position u64 in the next file (absent in v1 files)."""
+
+# Post-header lengths of binlog v1-v3 files, which have no FORMAT_DESCRIPTION
 # (MySQL 5.0 ``Format_description_log_event::Format_description_log_event`` for binlog_ver 1/3).
 _V3_POST_HEADERS = {
     EventType.START_V3: START_V3_BODY_LEN,
@@ -288,7 +292,10 @@ _V3_POST_HEADERS = {
 
 
 def start_v3_description(event_bytes: bytes, header_len: int) -> FormatDescription:
-    """The description implied by a START_V3 event opening a v1/v3 file (MySQL 3.23 to 4.1)."""
+    """The description implied by a START_V3 event opening a v1, v2 or v3 file (MySQL 3.23 to 4.1).
+
+    ``header_len`` is 13 for v1 files (MySQL 3.23) and 19 for v2 (4.0.0-4.0.1) and v3 (4.0.2-4.1).
+    """
     c = Cursor(event_bytes, header_len)
     binlog_version = c.u16("binlog_version")
     server_version = _server_version(c.take(ST_SERVER_VER_LEN, "server_version"))
@@ -297,7 +304,13 @@ def start_v3_description(event_bytes: bytes, header_len: int) -> FormatDescripti
     table = bytearray(EventType.NEW_LOAD)
     for type_code, length in _V3_POST_HEADERS.items():
         table[type_code - 1] = length
-    table[EventType.ROTATE - 1] = 8 if binlog_version >= 3 else 0
+    # ROTATE's 8-byte position is there in every file with 19-byte headers (v2 from MySQL
+    # 4.0.0-4.0.1 too); v1 files (13-byte headers, 3.23) hold the next file's name alone.
+    # MySQL 4.0 sql/log_event.cc Rotate_log_event(buf, event_len, old_format): no position when
+    # old_format (the 13-byte header), else ``pos = uint8korr(buf + R_POS_OFFSET)``; MySQL 5.0
+    # Format_description_log_event: ``post_header_len[ROTATE_EVENT-1] = (binlog_ver==1) ? 0 :
+    # ROTATE_HEADER_LEN``.  https://github.com/mysql/mysql-server/blob/5.0/sql/log_event.cc
+    table[EventType.ROTATE - 1] = 0 if header_len == OLD_HEADER_LEN else ROTATE_HEADER_LEN
     return FormatDescription(
         binlog_version=binlog_version,
         server_version=server_version,
