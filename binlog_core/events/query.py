@@ -13,7 +13,11 @@ Body layout (``# orig: Query_event``, MySQL ``libs/mysql/binlog/event/statement_
 QUERY_COMPRESSED (MariaDB 10.2+) stores the statement compressed (:mod:`binlog_core.compression`).
 Like the server, reading the status variables stops at the first code it does not know; the
 statement is still found, because ``status_vars_len`` says where it starts.  MySQL and MariaDB
-agree on codes 0-11 and then diverge (MySQL 12-21, MariaDB 128-131): the file's flavor decides.
+agree on codes 0-11 and then diverge (MySQL 12, 13, 16-21, MariaDB 128-131): the file's flavor
+decides.  MySQL's reader (``Query_event::Query_event`` in ``statement_events.cpp``) has no case
+for 14 and 15 (``Q_COMMIT_TS``/``Q_COMMIT_TS2``, reserved by development trees and never read by
+a released server): like any code it does not know, they end the walk.
+https://github.com/mysql/mysql-server/blob/trunk/libs/mysql/binlog/event/statement_events.cpp
 https://github.com/mysql/mysql-server/blob/trunk/libs/mysql/binlog/event/statement_events.h
 https://github.com/MariaDB/server/blob/11.4/sql/log_event.h
 """
@@ -60,14 +64,13 @@ class StatusVar(IntEnum):
     INVOKER = 11
     UPDATED_DB_NAMES = 12  # MySQL
     MICROSECONDS = 13  # MySQL
-    COMMIT_TS = 14  # MySQL 5.7 development trees
-    COMMIT_TS2 = 15  # MySQL 5.7 development trees; no released reader knows its layout
+    # 14 Q_COMMIT_TS, 15 Q_COMMIT_TS2: no released MySQL reads them (unknown codes here too)
     EXPLICIT_DEFAULTS_FOR_TIMESTAMP = 16  # MySQL
     DDL_LOGGED_WITH_XID = 17  # MySQL
     DEFAULT_COLLATION_FOR_UTF8MB4 = 18  # MySQL
     SQL_REQUIRE_PRIMARY_KEY = 19  # MySQL
     DEFAULT_TABLE_ENCRYPTION = 20  # MySQL
-    ENABLE_CASCADE_TRIGGERS = 21  # MySQL 9.x
+    ENABLE_CASCADE_TRIGGERS = 21  # MySQL 9.x: u8, read by Query_event after DEFAULT_TABLE_ENCRYPTION
     HRNOW = 128  # MariaDB
     XID = 129  # MariaDB
     GTID_FLAGS3 = 130  # MariaDB 10.8+
@@ -108,7 +111,6 @@ class StatusVars:
     updated_db_count: int | None = None
     updated_db_names: tuple[str, ...] | None = None
     microseconds: int | None = None
-    commit_seq_no: int | None = None
     explicit_defaults_for_timestamp: bool | None = None
     ddl_xid: int | None = None
     default_collation_for_utf8mb4: int | None = None
@@ -204,11 +206,6 @@ def _microseconds(c: Cursor, v: Values) -> None:
     v["microseconds"] = c.u24("microseconds")
 
 
-def _commit_ts(c: Cursor, v: Values) -> None:
-    """``commit_seq_no u64`` (``# orig: COMMIT_SEQ_LEN``, MySQL 5.7 development trees)."""
-    v["commit_seq_no"] = c.u64("commit sequence number")
-
-
 def _explicit_defaults_ts(c: Cursor, v: Values) -> None:
     v["explicit_defaults_for_timestamp"] = c.u8("explicit_defaults_for_timestamp") != 0
 
@@ -271,7 +268,6 @@ STATUS_READERS: Final[dict[Flavor, dict[int, StatusReader]]] = {
         **_COMMON,
         StatusVar.UPDATED_DB_NAMES: _updated_db_names,
         StatusVar.MICROSECONDS: _microseconds,
-        StatusVar.COMMIT_TS: _commit_ts,
         StatusVar.EXPLICIT_DEFAULTS_FOR_TIMESTAMP: _explicit_defaults_ts,
         StatusVar.DDL_LOGGED_WITH_XID: _ddl_xid,
         StatusVar.DEFAULT_COLLATION_FOR_UTF8MB4: _default_collation_utf8mb4,
