@@ -199,6 +199,17 @@ class CharsetWarning(BinlogError):
     severity = "warning"
 
 
+class NonFiniteFloatWarning(BinlogError):
+    """A FLOAT, DOUBLE or VECTOR element holds NaN or an infinity, which no server stores: damage.
+
+    The value is kept (and printed as ``"NaN"``, ``"Infinity"`` or ``"-Infinity"``, see
+    :mod:`binlog_core.render`).
+    """
+
+    code = "NON_FINITE_FLOAT"
+    severity = "warning"
+
+
 ERROR_CODES: dict[str, type[BinlogError]] = {
     cls.code: cls
     for cls in (
@@ -215,6 +226,7 @@ ERROR_CODES: dict[str, type[BinlogError]] = {
         UnknownEventTypeWarning,
         UnknownStatusVarWarning,
         CharsetWarning,
+        NonFiniteFloatWarning,
     )
 }
 """Every stable error code and the class that carries it."""

@@ -54,7 +54,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 from binlog_core.columns import ABSENT
 from binlog_core.constants import ColumnType
-from binlog_core.errors import BinlogError
+from binlog_core.errors import BinlogError, NonFiniteFloatWarning
 from binlog_core.rows import JsonPartialUpdate, Row
 from binlog_core.table_map import Column
 
@@ -64,13 +64,6 @@ if TYPE_CHECKING:
 _F32 = struct.Struct("<f")
 _F32_MIN_NORMAL: Final = 2.0**-126
 """Below this a float32 is subnormal and has fewer than 6 significant digits of precision."""
-
-
-class NonFiniteFloatWarning(BinlogError):
-    """A FLOAT, DOUBLE or VECTOR element holds NaN or an infinity, which no server stores: damage."""
-
-    code = "NON_FINITE_FLOAT"
-    severity = "warning"
 
 
 def float32_text(value: float) -> float:
@@ -252,3 +245,16 @@ def to_jsonable(obj: object, problems: list[BinlogError] | None = None, path: tu
     if isinstance(obj, (list, tuple, set, frozenset)):
         return [to_jsonable(v, problems, (*path, str(i))) for i, v in enumerate(obj)]
     return str(obj)
+
+
+__all__ = [
+    "NonFiniteFloatWarning",
+    "float32_text",
+    "hex_text",
+    "json_diffs_value",
+    "non_finite_text",
+    "render_change",
+    "render_image",
+    "render_value",
+    "to_jsonable",
+]
