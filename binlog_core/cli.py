@@ -13,7 +13,8 @@ status says what happened:
 * 0 -- every event of every file decoded;
 * 1 -- something could not be decoded (the lines on stderr say what and where);
 * 2 -- bad command line (including an unknown ``--default-charset``);
-* 3 -- everything decoded, with warnings (unknown event types kept raw, text kept as bytes, a
+* 3 -- everything decoded, with warnings (unknown event types kept raw, TABLE_MAP optional
+  metadata of an unknown type kept raw: ``UNKNOWN_OPTIONAL_METADATA``, text kept as bytes, a
   NaN or infinity in a float column printed as a string: ``NON_FINITE_FLOAT``).
 """
 

@@ -307,6 +307,8 @@ class BinlogDecoder:
         _set_map_offset(mapped, event.offset)
         _set_map_inner(mapped, event.inner_index)
         self.in_force[table_map.table_id] = mapped
+        if table_map.unknown_optional:  # reported on every map event, the cached ones too
+            return DecodedEvent(event, table_map, problems=body_warnings(event, table_map))
         return DecodedEvent(event, table_map)
 
     def _rows(self, event: Event) -> DecodedEvent:

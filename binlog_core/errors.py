@@ -192,6 +192,14 @@ class UnknownStatusVarWarning(BinlogError):
     severity = "warning"
 
 
+class UnknownOptionalMetadataWarning(BinlogError):
+    """A TABLE_MAP optional metadata field type this decoder does not know (a newer server's):
+    skipped by its length and kept raw in ``TableMap.unknown_optional``; the map still decodes."""
+
+    code = "UNKNOWN_OPTIONAL_METADATA"
+    severity = "warning"
+
+
 class CharsetWarning(BinlogError):
     """Text in a charset with no Python codec, or bytes invalid in their charset: kept as bytes."""
 
@@ -225,6 +233,7 @@ ERROR_CODES: dict[str, type[BinlogError]] = {
         UnknownTableIdError,
         UnknownEventTypeWarning,
         UnknownStatusVarWarning,
+        UnknownOptionalMetadataWarning,
         CharsetWarning,
         NonFiniteFloatWarning,
     )

@@ -52,7 +52,7 @@ from typing import Any
 from binlog_core.charsets import decode_text
 from binlog_core.constants import ColumnType, EventType, Flavor
 from binlog_core.cursor import Cursor, bounded_count
-from binlog_core.errors import MalformedError
+from binlog_core.errors import MalformedError, UnknownOptionalMetadataWarning
 from binlog_core.event import Event, FormatDescription
 
 
@@ -496,6 +496,22 @@ def _finish(
         unknown_optional=tuple(opt.unknown),
     )
     return replace(tm, fingerprint=shape_fingerprint(tm))
+
+
+def optional_metadata_warnings(table_map: TableMap) -> list[UnknownOptionalMetadataWarning]:
+    """A warning for each optional metadata field whose type is unknown (kept raw, the map decodes).
+
+    A newer server may describe its columns with a field this decoder cannot read; the rows are
+    still decoded, but what the field says is lost to them, so it is never silent.  The warnings
+    are not located: the caller stamps the event on them.
+    """
+    return [
+        UnknownOptionalMetadataWarning(
+            f"optional metadata field type {field_type} ({len(raw)} bytes) is unknown; kept raw",
+            path=(f"optional metadata {field_type}",),
+        )
+        for field_type, raw in table_map.unknown_optional
+    ]
 
 
 def decode_table_map_event(event: Event) -> TableMap:

@@ -22,7 +22,7 @@ from binlog_core.events.gtid import GTID_DECODERS
 from binlog_core.events.load import LOAD_DECODERS
 from binlog_core.events.query import QUERY_DECODERS
 from binlog_core.rows import ROWS_KINDS, decode_rows_header
-from binlog_core.table_map import decode_table_map
+from binlog_core.table_map import TableMap, decode_table_map, optional_metadata_warnings
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,9 +67,12 @@ def decode_body(event: Event) -> EventBody:
 def body_warnings(event: Event, body: EventBody) -> list[BinlogError]:
     """What is unusual about a decoded body although everything was kept (located on ``event``).
 
-    An unknown event type (kept as raw bytes) and a QUERY status variable the library does not
-    know (the server stops reading there too) are warnings, never silent.
+    An unknown event type (kept as raw bytes), a QUERY status variable the library does not
+    know (the server stops reading there too) and a TABLE_MAP optional metadata field of an
+    unknown type (kept raw) are warnings, never silent.
     """
+    if isinstance(body, TableMap):
+        return [event.locate(warning) for warning in optional_metadata_warnings(body)]
     if isinstance(body, UnknownEvent):
         return [event.locate(UnknownEventTypeWarning(f"event type {event.type_code} is unknown; kept as raw bytes"))]
     unknown_code = getattr(body, "unknown_status_code", None)

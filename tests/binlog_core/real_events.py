@@ -21,9 +21,10 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from struct import Struct
 from types import FrameType
 
-from binlog_core.constants import CHECKSUM_LEN, EventType
+from binlog_core.constants import CHECKSUM_LEN, LOG_EVENT_HEADER_LEN, EventType
 from binlog_core.decoder import DecodedEvent, decode_stream
 from binlog_core.errors import BinlogError
 from binlog_core.event import CRC, Event, description_crc
@@ -72,6 +73,9 @@ CORPUS_SOURCES: dict[str, str] = {
 }
 """Corpus files (relative to the corpus) and what each brings."""
 
+
+SIZE_AND_POS = Struct("<II")
+"""``event_size`` and ``log_pos``, at bytes 9-16 of a v4 header."""
 
 FOLLOWING_EVENTS = 3
 """Events after a picked one that :attr:`RealEvent.tail_end` takes in (damage can spread to them)."""
@@ -186,6 +190,23 @@ def with_checksum(event: RealEvent, data: bytearray) -> None:
     covered = bytes(data[start:body_end])
     crc = description_crc(covered) if event.is_description else zlib.crc32(covered)
     CRC.pack_into(data, body_end, crc)
+
+
+def with_body(data: bytes, event: RealEvent, body: bytes) -> bytes:
+    """The file ``data`` with the body of ``event`` (a v4 event) replaced by ``body``.
+
+    The event's ``event_size`` and ``log_pos`` are rewritten and its CRC32 recomputed, as the
+    server would have written the event; the events after it keep their bytes (their ``log_pos``
+    is then stale, which framing does not read: it names events by the offsets it walks).
+    """
+    assert event.header_len == LOG_EVENT_HEADER_LEN
+    size = event.header_len + len(body) + (CHECKSUM_LEN if event.checksummed else 0)
+    header = bytearray(data[event.offset : event.offset + event.header_len])
+    SIZE_AND_POS.pack_into(header, 9, size, event.offset + size)
+    rewritten = bytearray(bytes(header) + body + bytes(CHECKSUM_LEN if event.checksummed else 0))
+    if event.checksummed:
+        CRC.pack_into(rewritten, size - CHECKSUM_LEN, zlib.crc32(rewritten[: size - CHECKSUM_LEN]))
+    return data[: event.offset] + bytes(rewritten) + data[event.end :]
 
 
 def decode_bytes(data: bytes, name: str) -> Iterator[DecodedEvent]:

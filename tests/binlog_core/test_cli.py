@@ -18,7 +18,8 @@ from typing import Any
 import pytest
 
 from binlog_core.cli import EXIT_ERRORS, EXIT_OK, EXIT_USAGE, EXIT_WARNINGS, main
-from tests.binlog_core.real_events import file_bytes, pick_events, with_checksum
+from binlog_core.framing import open_events
+from tests.binlog_core.real_events import file_bytes, pick_events, with_body, with_checksum
 from tests.fixtures.truth import FIXTURES, load_variant
 from tests.harness.corpus import corpus_files, corpus_path
 
@@ -376,6 +377,26 @@ def test_warnings_only_exit_with_status_3(capsys: pytest.CaptureFixture[str]) ->
     status, _records, err = run(capsys, corpus_path("mysql-binlog-connector-java/mysql-bin.aurora-padding"))
     assert status == EXIT_WARNINGS
     assert [line.split("\t")[:3] for line in err] == [["mysql-bin.aurora-padding", "281", "UNKNOWN_EVENT_TYPE"]]
+
+
+def test_unknown_optional_metadata_field_is_a_warning_line_and_the_rows_still_print(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # fixture.t_enumset's first TABLE_MAP (124358) with a field of type 14 appended, as a newer
+    # server would add one ({type u8 | len packed | value}); its size and CRC32 rewritten
+    at = 124358
+    event = next(e for e in pick_events("cli", (FULL_1,), every=True) if e.offset == at)
+    original = next(e for e in open_events(FULL_1) if e.offset == at)
+    copy = tmp_path / FULL_1.name
+    copy.write_bytes(with_body(file_bytes(FULL_1), event, original.body + b"\x0e\x01\x07"))
+    status, records, err = run(capsys, copy)
+    assert status == EXIT_WARNINGS
+    assert err == [
+        "mysql-bin.000001\t124358\tUNKNOWN_OPTIONAL_METADATA\t"
+        "TABLE_MAP -> optional metadata 14: optional metadata field type 14 (1 bytes) is unknown; kept raw"
+    ]
+    _, expected, _ = run(capsys, FULL_1)
+    assert [(r["table"], r["after"]) for r in records] == [(r["table"], r["after"]) for r in expected]
 
 
 def test_missing_file_is_one_io_error_line_with_its_base_name_and_no_offset(

@@ -3,6 +3,7 @@ optional metadata field, on real events and against ``mariadb-binlog --print-tab
 
 from __future__ import annotations
 
+import io
 import re
 import subprocess
 from pathlib import Path
@@ -11,12 +12,15 @@ import pytest
 
 from binlog_core.charsets import collation_info
 from binlog_core.constants import ChecksumAlg, ColumnType, EventType, Flavor
-from binlog_core.decoder import decode_file
-from binlog_core.errors import MalformedError, TruncatedError
+from binlog_core.decoder import BinlogDecoder, DecodedEvent, decode_file
+from binlog_core.errors import MalformedError, TruncatedError, UnknownOptionalMetadataWarning
 from binlog_core.event import FormatDescription
+from binlog_core.events import body_warnings, decode_body
+from binlog_core.framing import iter_events
+from binlog_core.rows import Row
 from binlog_core.table_map import Column, OptionalField, TableMap, decode_table_map
-from tests.binlog_core.events import corpus_event, event_at, file_events
-from tests.binlog_core.real_events import MISC
+from tests.binlog_core.events import built_event, corpus_event, event_at, file_events
+from tests.binlog_core.real_events import MISC, decode_bytes, file_bytes, pick_events, with_body
 from tests.fixtures.truth import FIXTURES
 from tests.harness.corpus import corpus_path
 from tests.harness.mariadb_binlog import require_mariadb_binlog
@@ -378,6 +382,82 @@ def test_optional_field_longer_than_the_event_is_truncated() -> None:
     body, fde = _t_enumset_without_optional()
     with pytest.raises(TruncatedError):
         decode_table_map(body + bytes([OptionalField.COLUMN_NAME, 40]) + b"\x02id", fde)
+
+
+NEWER_FIELD = (14, b"\x03\x01\x02")
+"""An optional metadata field of a type no server writes yet (13, VECTOR_DIMENSIONALITY, is the
+last one MySQL 9 and MariaDB 11.8 define); a newer server adds one the same way,
+``{type u8 | len packed | value}`` (``Table_map_event::Optional_metadata_fields``)."""
+
+
+def _with_newer_field(path: Path, offset: int) -> bytes:
+    """The real file with the TABLE_MAP at ``offset`` carrying :data:`NEWER_FIELD` after its own fields."""
+    event = next(e for e in pick_events("map", (path,), every=True) if e.offset == offset)
+    field_type, value = NEWER_FIELD
+    body = event_at(path, offset).body + bytes([field_type, len(value)]) + value
+    return with_body(file_bytes(path), event, body)
+
+
+def test_unknown_optional_metadata_type_is_a_warning_on_its_table_map_event_and_the_rows_still_decode() -> None:
+    damaged = list(decode_bytes(_with_newer_field(MARIADB_FULL, T_ENUMSET), MARIADB_FULL.name))
+    whole = list(decode_bytes(file_bytes(MARIADB_FULL), MARIADB_FULL.name))
+    grown = len(NEWER_FIELD[1]) + 2
+    mapped = next(d for d in damaged if d.event.offset == T_ENUMSET)
+    assert [(type(p), p.code, p.severity, str(p)) for p in mapped.problems] == [
+        (
+            UnknownOptionalMetadataWarning,
+            "UNKNOWN_OPTIONAL_METADATA",
+            "warning",
+            "mysql-bin.000001@124358 TABLE_MAP -> optional metadata 14: "
+            "optional metadata field type 14 (3 bytes) is unknown; kept raw [UNKNOWN_OPTIONAL_METADATA]",
+        )
+    ]
+    assert isinstance(mapped.body, TableMap)
+    assert mapped.body.unknown_optional == (NEWER_FIELD,)
+    assert mapped.body.column_names == ("id", "e", "e_u", "e300", "s", "s64", "e_nn", "s_nn")
+    # every other event, its rows included, decodes as in the real file (those after it moved)
+    def seen(items: list[DecodedEvent], moved: int) -> list[tuple[int, list[tuple[str, Row | None, Row | None]], int]]:
+        return [
+            (
+                d.event.offset - (moved if d.event.offset > T_ENUMSET else 0),
+                [(r.op, r.before, r.after) for r in d.rows],
+                len(d.problems),
+            )
+            for d in items
+            if d.event.offset != T_ENUMSET
+        ]
+
+    assert seen(damaged, grown) == seen(whole, 0)
+    assert sum(len(d.rows) for d in damaged if d.event.offset > T_ENUMSET) > 0
+
+
+def test_unknown_optional_metadata_type_is_reported_on_every_map_event_that_carries_it() -> None:
+    # the decoder reuses the map and plan of a body it has seen: the warning still comes each time
+    data = _with_newer_field(MARIADB_FULL, T_ENUMSET)
+    decoder = BinlogDecoder()
+    event = next(e for e in iter_events(io.BytesIO(data), "m.000001") if e.offset == T_ENUMSET)
+    assert [[p.code for p in decoder.decode(event).problems] for _ in range(3)] == [["UNKNOWN_OPTIONAL_METADATA"]] * 3
+
+
+def test_table_map_body_warnings_name_each_unknown_optional_field() -> None:
+    body, fde = _t_enumset_without_optional()
+    event = built_event(fde, EventType.TABLE_MAP, _with_optional(body, (99, b"new"), (14, b"")))
+    assert [(p.code, p.offset, p.event_type, p.path, p.message) for p in body_warnings(event, decode_body(event))] == [
+        (
+            "UNKNOWN_OPTIONAL_METADATA",
+            4,
+            "TABLE_MAP",
+            ("optional metadata 99",),
+            "optional metadata field type 99 (3 bytes) is unknown; kept raw",
+        ),
+        (
+            "UNKNOWN_OPTIONAL_METADATA",
+            4,
+            "TABLE_MAP",
+            ("optional metadata 14",),
+            "optional metadata field type 14 (0 bytes) is unknown; kept raw",
+        ),
+    ]
 
 
 # -- agreement with mariadb-binlog --print-table-metadata ------------------------------------
