@@ -1,7 +1,8 @@
 """``binlog-lakehouse run|bronze|silver|gold --config FILE``: run stages and print the summary.
 
 Exit codes: 0 done; 1 unexpected error; 2 bad configuration or usage; 3 a quality gate failed
-(that stage was not written); 4 done, but bad input was quarantined.
+(that stage was not written); 4 done, but bad input was quarantined (this run wrote a quarantine
+row of severity error). Progress lines go to stderr, the summary to stdout.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from pyspark.sql import SparkSession
 
 from conf.loader import ConfigError, load_config
 from conf.models import AppConfig
-from pipelines.run import EXIT_ERROR, EXIT_USAGE, STAGES, run, summary
+from pipelines.run import EXIT_ERROR, EXIT_USAGE, PROGRESS_EVERY, STAGES, run, summary
 from pipelines.session import build_spark
 
 COMMANDS = {"run": STAGES, **{stage: (stage,) for stage in STAGES}}
@@ -26,6 +27,13 @@ def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="binlog-lakehouse", description=__doc__.splitlines()[0])
     p.add_argument("command", choices=sorted(COMMANDS), help="`run` runs bronze, silver and gold in order")
     p.add_argument("--config", default=None, help="YAML configuration (default: conf/local.yaml)")
+    p.add_argument(
+        "--progress-every",
+        type=float,
+        default=PROGRESS_EVERY,
+        metavar="SECONDS",
+        help=f"seconds between progress lines on Spark's running jobs (default {PROGRESS_EVERY:g}; 0: milestones only)",
+    )
     return p
 
 
@@ -44,7 +52,7 @@ def main(
         return EXIT_USAGE
     try:
         session = spark or build_spark(cfg.spark)
-        report = run(session, cfg, COMMANDS[args.command])
+        report = run(session, cfg, COMMANDS[args.command], progress_every=args.progress_every or None)
         print(summary(session, cfg, report))
         return report.exit_code
     except Exception:

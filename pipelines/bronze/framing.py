@@ -8,7 +8,10 @@ whatever the file size -- and yields, in this order:
   TRANSACTION_PAYLOAD follow their outer event;
 * :class:`QuarantineRow` rows right after each event whose checksum failed (the event is kept
   with ``checksum_ok = False``) or whose body has a problem, and at the end for the error that
-  stopped framing, if any (``quarantine``, ``stage = 'bronze'``). Bronze decodes the body of
+  stopped framing, if any (``quarantine``, ``stage = 'bronze'``). A file that ends inside an
+  event (status ``truncated``: the server's active binlog, or a copy in progress) has everything
+  before that event framed; its ``TRUNCATED`` row is a warning, not bad input, and is replaced
+  when a later run continues the grown file from there. Bronze decodes the body of
   every event no later stage decodes (all but FORMAT_DESCRIPTION, TABLE_MAP, rows and
   QUERY-shaped events) and reports what :class:`binlog_core.decoder.BinlogDecoder` reports for
   it: damage (e.g. an INCIDENT number that does not exist) as an error, an unknown event type
@@ -75,6 +78,8 @@ TRUNCATED = "truncated"
 CORRUPT = "corrupt"
 ENCRYPTED = "encrypted"
 NOT_A_BINLOG = "not_a_binlog"
+WARNING = "warning"
+"""Severity of a quarantine row that loses nothing (see ``binlog_core.errors.BinlogError.severity``)."""
 RESUMABLE_STATUSES = frozenset({COMPLETE, TRUNCATED})
 """Statuses after which a grown file can continue at ``framed_until``."""
 
@@ -497,7 +502,8 @@ def _walk(
             framed_until = MAGIC_LEN if exc.offset is not None and exc.offset >= MAGIC_LEN else 0
         already = isinstance(exc, ChecksumMismatchError) and quarantined_at == (exc.offset, exc.inner_index)
         if not already:
-            yield quarantine_row(file, file_name, exc.locate(file=file_name))
+            row = quarantine_row(file, file_name, exc.locate(file=file_name))
+            yield row._replace(severity=WARNING) if _status(exc) == TRUNCATED else row
     reader.hash_until(framed_until)
     digest = reader.sha.hexdigest()
     listed = size if size is not None else reader.length()

@@ -21,6 +21,9 @@ rows again.
 from __future__ import annotations
 
 import contextlib
+import time
+from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from pyspark import StorageLevel
@@ -122,11 +125,45 @@ def _empty(spark: SparkSession) -> BronzeOutput:
     )
 
 
-def build_bronze(spark: SparkSession, cfg: AppConfig, lake: Lakehouse) -> BronzeOutput:
-    """Discover and frame the files that are new, grown or changed since the last run."""
+def byte_size(size: int) -> str:
+    """A byte count for progress lines.
+
+    >>> byte_size(512), byte_size(27030), byte_size(3 << 30)
+    ('512 B', '26.4 KiB', '3.0 GiB')
+    """
+    if size < 1024:
+        return f"{size} B"
+    for unit, shift in (("GiB", 30), ("MiB", 20)):
+        if size >= 1 << shift:
+            return f"{size / (1 << shift):.1f} {unit}"
+    return f"{size / 1024:.1f} KiB"
+
+
+def work_summary(items: list[WorkItem]) -> str:
+    """What discovery found to do, for a progress line.
+
+    >>> work_summary(items)
+    '3 file(s) to frame (1 grown, 2 new), 2.4 MiB to read'
+    """
+    decisions = Counter(item.decision.value for item in items)
+    kinds = ", ".join(f"{n} {decision}" for decision, n in sorted(decisions.items()))
+    to_read = sum(item.size - item.start_offset for item in items)
+    return f"{len(items)} file(s) to frame ({kinds}), {byte_size(to_read)} to read"
+
+
+def build_bronze(
+    spark: SparkSession, cfg: AppConfig, lake: Lakehouse, *, say: Callable[[str], None] | None = None
+) -> BronzeOutput:
+    """Discover and frame the files that are new, grown or changed since the last run.
+
+    ``say`` receives the milestones (what discovery found, framing done) as progress lines.
+    """
     items = discover(spark, cfg.input, lake)
+    if say is not None:
+        say(work_summary(items) if items else "no new, grown or changed file")
     if not items:
         return _empty(spark)
+    started = time.monotonic()
     batch_rows = int(spark.conf.get("spark.sql.execution.arrow.maxRecordsPerBatch") or 10_000)
     framed = (
         work_frame(spark, items)
@@ -142,6 +179,8 @@ def build_bronze(spark: SparkSession, cfg: AppConfig, lake: Lakehouse) -> Bronze
         .localCheckpoint(eager=True, storageLevel=StorageLevel.DISK_ONLY)
     )
     summaries = framed.transform(framed_summaries).select("file", "resumed_from").collect()
+    if say is not None:
+        say(f"framed {len(summaries)} file(s) in {time.monotonic() - started:.1f}s")
     resumed = {row.file: row.resumed_from for row in summaries if row.resumed_from > 0}
     whole = sorted(row.file for row in summaries if row.resumed_from == 0)
     events_predicate, quarantine_predicate = replace_predicates(whole, resumed)
@@ -166,4 +205,13 @@ def write_bronze(lake: Lakehouse, out: BronzeOutput) -> None:
     lake.merge(out.binlog_files, BINLOG_FILES_TABLE, ["file"])
 
 
-__all__ = ["FRAMED", "BronzeOutput", "build_bronze", "replace_predicates", "work_frame", "write_bronze"]
+__all__ = [
+    "FRAMED",
+    "BronzeOutput",
+    "build_bronze",
+    "byte_size",
+    "replace_predicates",
+    "work_frame",
+    "work_summary",
+    "write_bronze",
+]

@@ -2,27 +2,42 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
+from pipelines.bronze.framing import CORRUPT, ENCRYPTED, MAGIC_LEN, NOT_A_BINLOG
 from pipelines.silver.decode import ROWS_EVENT_TYPES
 
 ROWS_TYPES = [int(t) for t in ROWS_EVENT_TYPES]
-UNREADABLE = ("truncated", "corrupt", "encrypted", "not_a_binlog")
+UNREADABLE = (CORRUPT, ENCRYPTED, NOT_A_BINLOG)
+"""Statuses of bad input. ``truncated`` is not one: a file that ends inside an event with everything
+before it framed is the normal state of the server's active binlog (recorded as a warning, and
+continued from its last complete event when it grows)."""
 
 
-def bronze_facts(events: DataFrame, files: DataFrame) -> DataFrame:
+def bronze_facts(events: DataFrame, files: DataFrame, resumed: Mapping[str, int] | None = None) -> DataFrame:
     """Per file: offset gaps, an unexplained tail, checksum failures, unreadable status, unknown events.
 
-    ``events``/``files``: the bronze ``binlog_events`` and ``binlog_files`` rows of the files checked.
+    ``events``/``files``: the bronze ``binlog_events`` and ``binlog_files`` rows of the files checked;
+    ``resumed``: files whose rows start where an earlier run stopped (file -> offset, as in
+    ``BronzeOutput.resumed``). A file's first event must start at its resume offset, or right after
+    the magic (offset 4) for a file framed from its start; anything else counts as a gap.
+
+    >>> bronze_facts(events, files, {"file:/b/mysql-bin.000002": 4211}).show()
     """
     outer = events.where(F.col("inner_index").isNull())
+    starts = events.sparkSession.createDataFrame(
+        sorted((resumed or {}).items()), "file string, expected_start long"
+    )
     ordered = Window.partitionBy("file").orderBy("offset")
-    steps = outer.select(
+    expected_start = F.coalesce(F.col("expected_start"), F.lit(MAGIC_LEN))
+    steps = outer.join(F.broadcast(starts), "file", "left").select(
         "file",
         (F.lead("offset").over(ordered) != F.col("offset") + F.col("event_size")).alias("gap"),
-        (F.row_number().over(ordered) == 1) & (F.col("offset") != 4),
-    ).toDF("file", "gap", "late_start")
+        ((F.row_number().over(ordered) == 1) & (F.col("offset") != expected_start)).alias("late_start"),
+    )
     per_file = steps.groupBy("file").agg(
         F.sum(F.coalesce(F.col("gap").cast("int"), F.lit(0)) + F.col("late_start").cast("int")).alias("offset_gaps")
     )

@@ -1,7 +1,21 @@
-"""Run one gate: fact frames -> great-expectations -> results with the configured action."""
+"""Run one gate: fact frames -> great-expectations -> results with the configured action.
+
+What a failed check does depends on its action (the rule's default, or ``quality.actions``):
+
+==========  ===================================================================================
+fail        the stage is not written and the run stops (:class:`GateFailed`, exit code 3)
+quarantine  every failing file gets a quarantine row (stage = the gate, code ``GATE_<RULE>``,
+            severity ``error``, the observed value in the message), written with the stage's
+            own quarantine rows; the run goes on and ends with exit code 4
+warn        only the ``gate_results`` row records it
+==========  ===================================================================================
+
+Checks named in ``quality.disabled`` are not run and leave no ``gate_results`` row.
+"""
 
 from __future__ import annotations
 
+import posixpath
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
@@ -49,6 +63,41 @@ class GateOutcome:
         """Checks that flag bad input (the run goes on)."""
         return [r.rule.name for r, action in self.results if not r.success and action == "quarantine"]
 
+    def quarantine_rows(self) -> list[dict[str, object]]:
+        """``quarantine`` rows (bronze ``QUARANTINE`` columns) of every file failing a quarantine check.
+
+        >>> outcome.quarantine_rows()[0]["code"], outcome.quarantine_rows()[0]["message"]
+        ('GATE_CHECKSUMS_VERIFIED', 'quality gate bronze/checksums_verified failed: checksum_failures = 2; ...')
+        """
+        rows: list[dict[str, object]] = []
+        for result, action in self.results:
+            if result.success or action != "quarantine":
+                continue
+            rule = result.rule
+            for failing in result.failing:
+                file = failing.get("file")
+                if file is None:  # a fact of the whole run: the gate result alone records it
+                    continue
+                rows.append(
+                    {
+                        "stage": self.gate,
+                        "file": str(file),
+                        "file_name": posixpath.basename(str(file).rstrip("/")),
+                        "offset": None,
+                        "inner_index": None,
+                        "event_type_name": None,
+                        "code": gate_code(rule.name),
+                        "severity": "error",
+                        "path": None,
+                        "message": (
+                            f"quality gate {self.gate}/{rule.name} failed: {rule.column} = "
+                            f"{failing.get(rule.column)}; {rule.description}"
+                        ),
+                        "body": None,
+                    }
+                )
+        return rows
+
     def rows(self, run_id: str) -> list[dict[str, object]]:
         """``gate_results`` rows."""
         now = datetime.now(UTC)
@@ -68,6 +117,15 @@ class GateOutcome:
         ]
 
 
+def gate_code(rule: str) -> str:
+    """The quarantine code of a failed check: ``GATE_`` and the rule name in upper case.
+
+    >>> gate_code("bad_files")
+    'GATE_BAD_FILES'
+    """
+    return f"GATE_{rule.upper()}"
+
+
 def run_gate(spark: SparkSession, gate: str, facts: dict[str, DataFrame], settings: QualitySettings) -> GateOutcome:
     """Check ``facts`` (small frames, collected to pandas) with the rules of ``gate``."""
     del spark  # facts are already bound to the session
@@ -78,4 +136,4 @@ def run_gate(spark: SparkSession, gate: str, facts: dict[str, DataFrame], settin
     return GateOutcome(gate, [(r, actions.get(r.rule.name, r.rule.action)) for r in results])
 
 
-__all__ = ["GATE_RESULTS", "GateFailed", "GateOutcome", "run_gate"]
+__all__ = ["GATE_RESULTS", "GateFailed", "GateOutcome", "gate_code", "run_gate"]

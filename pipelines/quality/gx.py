@@ -26,6 +26,8 @@ class CheckResult:
     success: bool
     observed: str
     details: str  # JSON: failing rows (file and value), at most 20
+    failing: tuple[dict[str, Any], ...] = ()
+    """Every failing row: ``file`` (when the fact frame has one) and the rule's column."""
 
 
 def validate(frames: dict[str, pd.DataFrame], rules: list[Rule]) -> list[CheckResult]:
@@ -49,7 +51,8 @@ def validate(frames: dict[str, pd.DataFrame], rules: list[Rule]) -> list[CheckRe
         outcome = batch.validate(expectation)
         failing = _failing(frame, rule)
         observed = f"{len(failing)} of {len(frame)} rows fail" if not outcome.success else f"{len(frame)} rows pass"
-        results.append(CheckResult(rule, bool(outcome.success), observed, json.dumps(failing[:20], default=str)))
+        details = json.dumps(failing[:20], default=str)
+        results.append(CheckResult(rule, bool(outcome.success), observed, details, tuple(failing)))
     return results
 
 

@@ -2,8 +2,9 @@
 
 Each fact frame has one row per file (or one row for the run); a rule names the frame, the
 column, the great-expectations expectation and its arguments, and the default action when it
-fails (``fail`` stops the run before the stage writes, ``quarantine`` records bad input and
-goes on, ``warn`` only records).  ``quality.actions`` in the configuration overrides actions.
+fails (``fail`` stops the run before the stage writes, ``quarantine`` puts a quarantine row
+for each failing file and goes on, ``warn`` only records; see :mod:`pipelines.quality.gate`).
+``quality.actions`` in the configuration overrides actions, ``quality.disabled`` skips rules.
 """
 
 from __future__ import annotations
@@ -69,7 +70,8 @@ RULES: tuple[Rule, ...] = (
         "ExpectColumnValuesToBeBetween",
         ZERO,
         "quarantine",
-        "Every file is a complete, readable binlog (not truncated, corrupt, encrypted or foreign).",
+        "Every file is a readable binlog: not corrupt, encrypted or foreign. A file ending inside an "
+        "event (the active binlog) is not bad input: its tail waits for the next run.",
     ),
     Rule(
         "known_event_types",

@@ -154,7 +154,7 @@ def test_events_of_a_mysql_transaction_payload_follow_it_with_their_inner_index_
 
 
 @pytest.mark.corpus
-def test_a_file_cut_inside_an_event_is_truncated_at_the_last_complete_event() -> None:
+def test_a_file_cut_inside_an_event_is_truncated_at_the_last_complete_event_with_a_warning() -> None:
     data = corpus("mariadb-test-data/std_data/bug11747416_32228_binlog.000001")
     events, quarantine, summary = frame(data)
     assert [(e.offset, e.event_type_name) for e in events] == [
@@ -164,7 +164,7 @@ def test_a_file_cut_inside_an_event_is_truncated_at_the_last_complete_event() ->
         (275, "TABLE_MAP"),
     ]
     assert [(q.stage, q.offset, q.event_type_name, q.code, q.severity, q.body) for q in quarantine] == [
-        ("bronze", 316, "WRITE_ROWS_V1", "TRUNCATED", "error", None)
+        ("bronze", 316, "WRITE_ROWS_V1", "TRUNCATED", "warning", None)
     ]
     assert quarantine[0].message == "event declares 65567 bytes, the file has 7876 left"
     assert (summary.status, summary.error_code, summary.error_offset, summary.framed_until, summary.size) == (
@@ -230,7 +230,9 @@ def _decoder_problems(path: Path) -> list[tuple[int, str, str, str]]:
     found = []
     with contextlib.suppress(BinlogError):  # a fatal error: framing reports it as the file's status
         for item in decode_file(path):
-            found += [(p.offset, item.event.type_name, p.code, p.severity) for p in item.problems]
+            for problem in item.problems:
+                assert problem.offset is not None  # located at its event
+                found.append((problem.offset, item.event.type_name, problem.code, problem.severity))
     return found
 
 
@@ -273,7 +275,7 @@ def test_without_checksum_verification_no_event_is_judged() -> None:
     assert quarantine == []
 
 
-def test_every_cut_of_a_small_file_frames_the_events_before_it_and_reports_the_rest() -> None:
+def test_every_cut_of_a_small_file_frames_the_events_before_it_and_reports_the_rest_as_a_warning() -> None:
     data = (SAMPLE / "mysql-bin.000005").read_bytes()
     whole = frame(data)[0]
     boundaries = [4] + [e.offset + e.event_size for e in whole]
@@ -286,7 +288,9 @@ def test_every_cut_of_a_small_file_frames_the_events_before_it_and_reports_the_r
             assert (summary.status, quarantine) == ("complete", []), cut
         else:
             assert summary.status == "truncated", cut
-            assert [(q.code, q.offset) for q in quarantine] == [("TRUNCATED", summary.framed_until)], cut
+            assert [(q.code, q.severity, q.offset) for q in quarantine] == [
+                ("TRUNCATED", "warning", summary.framed_until)
+            ], cut
         assert summary.prefix_sha256 == hashlib.sha256(data[: summary.framed_until]).hexdigest(), cut
 
 

@@ -50,7 +50,43 @@ def test_bronze_facts_count_a_first_event_not_at_offset_4_as_a_gap(spark: SparkS
 
     [row] = bronze_facts(events, files).collect()
 
-    assert (row.offset_gaps, row.unexplained_tail, row.unreadable) == (1, 0, 1)
+    assert (row.offset_gaps, row.unexplained_tail, row.unreadable) == (1, 0, 0)
+
+
+def test_bronze_facts_expect_a_resumed_file_to_start_where_it_was_resumed(spark: SparkSession) -> None:
+    # F1 grew and was continued at 4211 (the end of its last complete event of the previous run);
+    # F2 was continued at 900, but its first new event starts at 950: 50 bytes were skipped
+    events = spark.createDataFrame(
+        [
+            (F1, 4211, None, 100, True, "MARIADB_GTID"),
+            (F1, 4311, None, 31, True, "XID"),
+            (F2, 950, None, 40, True, "QUERY"),
+        ],
+        EVENT_COLS,
+    )
+    files = spark.createDataFrame([(F1, "complete", 4342, 4342), (F2, "complete", 990, 990)], FILE_COLS)
+
+    resumed = {r.file: r.offset_gaps for r in bronze_facts(events, files, {F1: 4211, F2: 900}).collect()}
+    whole = {r.file: r.offset_gaps for r in bronze_facts(events, files).collect()}
+
+    assert resumed == {F1: 0, F2: 1}
+    assert whole == {F1: 1, F2: 1}  # framed from the start, a file's first event is at offset 4
+
+
+def test_only_corrupt_encrypted_and_foreign_files_are_unreadable_not_a_truncated_tail(spark: SparkSession) -> None:
+    statuses = ["complete", "truncated", "corrupt", "encrypted", "not_a_binlog"]
+    files = spark.createDataFrame([(f"/in/{s}", s, 4, 4) for s in statuses], FILE_COLS)
+    events = spark.createDataFrame([], EVENT_COLS)
+
+    facts = {r.file: (r.unreadable, r.unexplained_tail) for r in bronze_facts(events, files).collect()}
+
+    assert facts == {
+        "/in/complete": (0, 0),
+        "/in/truncated": (0, 0),
+        "/in/corrupt": (1, 0),
+        "/in/encrypted": (1, 0),
+        "/in/not_a_binlog": (1, 0),
+    }
 
 
 def test_gold_facts_find_op_image_mismatches_lost_rows_events_and_unknown_tables(spark: SparkSession) -> None:
