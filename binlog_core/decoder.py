@@ -10,11 +10,12 @@ GTID of the transaction being read.  :func:`decode_file` runs framing and decodi
             print(change.op, change.schema, change.table, change.after)
 
 Problems that spoil one event (a checksum mismatch, an undecodable body, a rows event whose
-table id has no TABLE_MAP) are attached to that event's :class:`DecodedEvent` and reading
-goes on; problems that make the rest of the file unreadable are raised after everything
-before them has been yielded.  Everything that can be decoded is: a rows event with a row
-that cannot be read keeps the rows before it, with the error among its problems (the rows
-after it cannot be framed).
+table id has no TABLE_MAP, a TRANSACTION_PAYLOAD whose events cannot all be unpacked) are
+attached to that event's :class:`DecodedEvent` and reading goes on; problems that make the
+rest of the file unreadable are raised after everything before them has been yielded.
+Everything that can be decoded is: a rows event with a row that cannot be read keeps the rows
+before it, with the error among its problems (the rows after it cannot be framed); a damaged
+compressed transaction keeps the inner events before the damage.
 """
 
 from __future__ import annotations

@@ -141,10 +141,12 @@ class Event:
     ``body`` excludes the common header and the checksum.  ``inner_index`` is ``None`` for
     events of the file and 0, 1, ... for events unpacked from a TRANSACTION_PAYLOAD, which
     share the outer event's ``offset``.  ``checksum_ok`` is ``None`` when the file has no
-    checksums (or for inner events, which carry none).
+    checksums (or for inner events, which carry none).  ``problem`` is what framing found wrong
+    inside a whole event: a TRANSACTION_PAYLOAD whose events could not all be unpacked (see
+    :func:`binlog_core.payload.unpack_payload`); ``None`` otherwise.
     """
 
-    __slots__ = ("body", "checksum_ok", "fde", "file", "header", "inner_index", "offset", "type_code")
+    __slots__ = ("body", "checksum_ok", "fde", "file", "header", "inner_index", "offset", "problem", "type_code")
 
     def __init__(
         self,
@@ -155,6 +157,7 @@ class Event:
         body: bytes,
         fde: FormatDescription,
         checksum_ok: bool | None,
+        problem: BinlogError | None = None,
     ) -> None:
         self.file = file
         self.offset = offset
@@ -165,6 +168,7 @@ class Event:
         self.body = body
         self.fde = fde
         self.checksum_ok = checksum_ok
+        self.problem = problem
 
     @property
     def type_name(self) -> str:

@@ -52,7 +52,7 @@ from binlog_core.event import (
     parse_format_description,
     start_v3_description,
 )
-from binlog_core.payload import explode_payload
+from binlog_core.payload import unpack_payload
 
 READ_CHUNK = 1 << 20
 
@@ -168,7 +168,11 @@ def iter_events(
     :func:`binlog_core.event.checksum_error` names the problem.
 
     With ``explode_payloads`` each TRANSACTION_PAYLOAD event is followed by the events
-    packed inside it, numbered by ``inner_index`` and sharing the outer event's offset.
+    packed inside it, numbered by ``inner_index`` and sharing the outer event's offset.  A
+    payload whose events cannot all be unpacked (it does not inflate, or an inner event runs
+    past its end) is not fatal: the outer event carries the problem in ``Event.problem``
+    (:func:`binlog_core.payload.unpack_payload`), the inner events before the damage follow it,
+    and the walk goes on with the next event of the file.
     """
     src = _Source(stream)
     if start_offset is None or start_offset <= 4:
@@ -287,15 +291,20 @@ def _walk(
                 )
         event = Event(name, offset, None, header, buf[pos + header_len : body_end], desc, checksum_ok)
         pos = end
-        yield event
-        if type_code == _START_ENCRYPTION and checksum_ok is not False:
-            raise EncryptedError(
-                "MariaDB encrypted binlog: the events after START_ENCRYPTION need the server's encryption key",
-                file=name,
-                offset=offset + event_size,
-            )
-        if explode_payloads and type_code == _TRANSACTION_PAYLOAD and checksum_ok is not False:
-            yield from explode_payload(event)
+        if type_code == _TRANSACTION_PAYLOAD and explode_payloads and checksum_ok is not False:
+            # a damaged payload is a problem of this event alone: its size is known, the next
+            # event can be framed
+            inner, event.problem = unpack_payload(event)
+            yield event
+            yield from inner
+        else:
+            yield event
+            if type_code == _START_ENCRYPTION and checksum_ok is not False:
+                raise EncryptedError(
+                    "MariaDB encrypted binlog: the events after START_ENCRYPTION need the server's encryption key",
+                    file=name,
+                    offset=offset + event_size,
+                )
         offset += event_size
 
 

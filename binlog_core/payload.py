@@ -145,56 +145,93 @@ def _inflate_zstd(payload: bytes, limit: int) -> bytes:
     return b"".join(chunks)
 
 
-def explode_payload(event: Event) -> Iterator[Event]:
-    """The events inside a TRANSACTION_PAYLOAD event, numbered by ``inner_index``.
+def unpack_payload(event: Event) -> tuple[Iterator[Event], BinlogError | None]:
+    """The events inside a TRANSACTION_PAYLOAD event, and the problem that stops them short.
 
-    The event is whole: a header field or payload running past its end is malformed.
+    The payload is inflated and its inner event headers walked before anything is returned, so
+    the problem is known while the outer event is read; the inner events themselves are cut one
+    at a time, numbered by ``inner_index``.  A payload that does not inflate (or whose header is
+    damaged) gives no events; an inner event that runs past the payload's end gives the events
+    before it, and the problem names its ``inner_index``.  The outer event is whole, so the
+    problem is MALFORMED (or DECOMPRESSION_FAILED, UNSUPPORTED), never TRUNCATED, and located on
+    the outer event's file and offset::
+
+        inner, problem = unpack_payload(event)   # problem: None, or a BinlogError
     """
     try:
         data = inflate(decode_transaction_payload(event.body))
     except BinlogError as exc:
-        raise event.locate(as_event_problem(exc)) from None
-    yield from split_inner_events(data, event)
+        return iter(()), event.locate(as_event_problem(exc))
+    whole, problem = _scan_inner_events(data, event)
+    if problem is not None:
+        event.locate(problem)
+    return _cut_inner_events(data, event, whole), problem
+
+
+def explode_payload(event: Event) -> Iterator[Event]:
+    """The events inside a TRANSACTION_PAYLOAD event; the problem of :func:`unpack_payload`, if
+    any, is raised after the events before it."""
+    inner, problem = unpack_payload(event)
+    yield from inner
+    if problem is not None:
+        raise problem
 
 
 def split_inner_events(data: bytes, outer: Event) -> Iterator[Event]:
     """Frame the events packed (without checksums) inside an outer event's decompressed payload.
 
     The outer event is whole, so an inner event that runs past the payload's end is damage to
-    it (malformed), not a file cut short.
+    it (malformed), not a file cut short: raised after the events before it.
     """
-    desc = outer.fde
+    whole, problem = _scan_inner_events(data, outer)
+    yield from _cut_inner_events(data, outer, whole)
+    if problem is not None:
+        raise problem
+
+
+def _scan_inner_events(data: bytes, outer: Event) -> tuple[int, MalformedError | None]:
+    """How many inner events fit the payload whole, and the problem of the first that does not.
+
+    Inner layout: ``{19-byte header | body}`` back to back, each ``event_size`` covering its
+    header and body, no checksum (``# orig: Transaction_payload_event``).
+    """
     pos = 0
     index = 0
     n = len(data)
+    unpack = HEADER.unpack_from
     while pos < n:
         if n - pos < LOG_EVENT_HEADER_LEN:
-            raise MalformedError(
+            return index, MalformedError(
                 f"payload ends inside an event header ({n - pos} of {LOG_EVENT_HEADER_LEN} bytes)",
                 file=outer.file,
                 offset=outer.offset,
                 inner_index=index,
             )
-        header = EventHeader._make(HEADER.unpack_from(data, pos))
-        size = header.event_size
-        type_name = event_type_name(header.type_code)
-        if size < LOG_EVENT_HEADER_LEN:
-            raise MalformedError(
-                f"inner event_size {size} is impossible",
+        _when, type_code, _server_id, size, _log_pos, _flags = unpack(data, pos)
+        if size < LOG_EVENT_HEADER_LEN or pos + size > n:
+            message = (
+                f"inner event_size {size} is impossible"
+                if size < LOG_EVENT_HEADER_LEN
+                else f"inner event declares {size} bytes, the payload has {n - pos} left"
+            )
+            return index, MalformedError(
+                message,
                 file=outer.file,
                 offset=outer.offset,
                 inner_index=index,
-                event_type=type_name,
+                event_type=event_type_name(type_code),
             )
-        if pos + size > n:
-            raise MalformedError(
-                f"inner event declares {size} bytes, the payload has {n - pos} left",
-                file=outer.file,
-                offset=outer.offset,
-                inner_index=index,
-                event_type=type_name,
-            )
-        body = data[pos + LOG_EVENT_HEADER_LEN : pos + size]
-        yield Event(outer.file, outer.offset, index, header, body, desc, None)
         pos += size
         index += 1
+    return index, None
+
+
+def _cut_inner_events(data: bytes, outer: Event, count: int) -> Iterator[Event]:
+    """The first ``count`` inner events (checked whole by :func:`_scan_inner_events`), one at a time."""
+    desc = outer.fde
+    pos = 0
+    for index in range(count):
+        header = EventHeader._make(HEADER.unpack_from(data, pos))
+        end = pos + header.event_size
+        yield Event(outer.file, outer.offset, index, header, data[pos + LOG_EVENT_HEADER_LEN : end], desc, None)
+        pos = end

@@ -65,22 +65,30 @@ def decode_body(event: Event) -> EventBody:
 
 
 def body_warnings(event: Event, body: EventBody) -> list[BinlogError]:
-    """What is unusual about a decoded body although everything was kept (located on ``event``).
+    """What is wrong with an event whose body decoded, beyond the body's own fields (located on ``event``).
 
     An unknown event type (kept as raw bytes), a QUERY status variable the library does not
     know (the server stops reading there too) and a TABLE_MAP optional metadata field of an
-    unknown type (kept raw) are warnings, never silent.
+    unknown type (kept raw) are warnings, never silent.  A problem framing found inside the
+    event (:attr:`binlog_core.event.Event.problem`: a TRANSACTION_PAYLOAD whose events could not
+    all be unpacked) comes first; it is an error.
     """
+    found: list[BinlogError] = [] if event.problem is None else [event.problem]
     if isinstance(body, TableMap):
-        return [event.locate(warning) for warning in optional_metadata_warnings(body)]
-    if isinstance(body, UnknownEvent):
-        return [event.locate(UnknownEventTypeWarning(f"event type {event.type_code} is unknown; kept as raw bytes"))]
-    unknown_code = getattr(body, "unknown_status_code", None)
-    if unknown_code is not None:
-        return [
-            event.locate(UnknownStatusVarWarning(f"unknown status variable code {unknown_code}; later ones not read"))
-        ]
-    return []
+        found += [event.locate(warning) for warning in optional_metadata_warnings(body)]
+    elif isinstance(body, UnknownEvent):
+        found.append(
+            event.locate(UnknownEventTypeWarning(f"event type {event.type_code} is unknown; kept as raw bytes"))
+        )
+    else:
+        unknown_code = getattr(body, "unknown_status_code", None)
+        if unknown_code is not None:
+            found.append(
+                event.locate(
+                    UnknownStatusVarWarning(f"unknown status variable code {unknown_code}; later ones not read")
+                )
+            )
+    return found
 
 
 __all__ = ["DECODERS", "QUERY_SHAPED", "UnknownEvent", "body_warnings", "decode_body"]

@@ -359,6 +359,26 @@ def test_corrupt_file_prints_everything_before_the_damage_and_one_problem_line(
 
 
 @pytest.mark.corpus
+def test_damaged_compressed_transaction_is_one_problem_line_and_the_transactions_after_it_print(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # the first payload (457) with the middle one of its 161 zstd bytes overwritten, CRC32 recomputed
+    path = corpus_path(COMPRESSED_GTID)
+    payload = file_bytes(path)[457 + 19 + 10 : 457 + 19 + 10 + 161]
+    middle = payload[80:84]
+    copy = damaged_copy(path, 457, middle, b"\xff" + middle[1:], tmp_path)
+    status, records, err = run(capsys, copy)
+    assert status == EXIT_ERRORS
+    assert err == [
+        "mysql-bin.000057\t457\tDECOMPRESSION_FAILED\t"
+        "TRANSACTION_PAYLOAD: zstd: zstd decompress error: Data corruption detected"
+    ]
+    _, whole, _ = run(capsys, path)
+    assert [(r["offset"], r["inner_index"]) for r in whole] == [(457, 3), (730, 3), (730, 6)]
+    assert records == whole[1:]  # the next transaction's row changes, every field as in the real file
+
+
+@pytest.mark.corpus
 def test_problem_lines_are_file_offset_code_and_located_message_separated_by_tabs(
     capsys: pytest.CaptureFixture[str],
 ) -> None:

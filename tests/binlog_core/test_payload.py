@@ -14,6 +14,7 @@ https://github.com/mysql/mysql-server/blob/trunk/libs/mysql/binlog/event/codecs/
 from __future__ import annotations
 
 import io
+import struct
 import tracemalloc
 import zlib
 
@@ -21,7 +22,7 @@ import pytest
 import zstandard
 
 from binlog_core.constants import CHECKSUM_LEN, LOG_EVENT_HEADER_LEN, EventType
-from binlog_core.decoder import decode_stream
+from binlog_core.decoder import DecodedEvent, decode_stream
 from binlog_core.errors import BinlogError, DecompressionError, MalformedError, UnsupportedError
 from binlog_core.event import HEADER, Event, EventHeader
 from binlog_core.events import decode_body
@@ -32,6 +33,9 @@ from tests.binlog_core.events import built_event, corpus_event, file_events
 from tests.harness.corpus import corpus_path
 
 pytestmark = pytest.mark.corpus
+
+HEADER_SIZE = struct.Struct("<I")
+"""An event header's ``event_size`` (at byte 9)."""
 
 COMPRESSED = "rust_mysql_common/transaction_compression.000001"
 """MySQL 8.0.32: one zstd-compressed transaction (an INSERT) at offset 274."""
@@ -142,13 +146,140 @@ def test_uncompressed_payload_whose_declared_size_disagrees_is_malformed() -> No
         inflate(TransactionPayload(255, len(raw), 200, raw))
 
 
-def test_damaged_payload_stops_the_file_at_the_outer_event_with_its_offset() -> None:
-    # 03 01 b3 rewritten as 03 01 b0: the header now declares 176 uncompressed bytes
+# -- a damaged payload is a problem of its event; the file goes on ---------------------------
+
+TWO_PAYLOADS = "mysql-binlog-connector-rust/mysql-bin.000057"
+"""MySQL 8.0.31: zstd TRANSACTION_PAYLOADs at 457 (5 inner events) and 730 (8), a GTID between."""
+FIRST_AT, FIRST_SIZE = 457, 194
+
+
+def _decoded(data: bytes, name: str = "mysql-bin.000057") -> list[DecodedEvent]:
+    """Every event decoding yields (anything raised fails the test)."""
+    return list(decode_stream(io.BytesIO(data), name))
+
+
+def _rewritten_first_payload(new_body: bytes) -> bytes:
+    """The two-payload file with the body of its first payload replaced (size, log_pos, CRC32 rewritten)."""
+    data = corpus_path(TWO_PAYLOADS).read_bytes()
+    size = LOG_EVENT_HEADER_LEN + len(new_body) + CHECKSUM_LEN
+    header = EventHeader._make(HEADER.unpack_from(data, FIRST_AT))
+    head = HEADER.pack(header.timestamp, header.type_code, header.server_id, size, FIRST_AT + size, header.flags)
+    event = head + new_body
+    return data[:FIRST_AT] + event + zlib.crc32(event).to_bytes(4, "little") + data[FIRST_AT + FIRST_SIZE :]
+
+
+def _seen(items: list[DecodedEvent], after: int, moved: int = 0) -> list[tuple[int, int | None, str, list[object]]]:
+    """Offset (as in the real file), inner index, type and row values of the events after ``after``."""
+    return [
+        (d.event.offset - moved, d.event.inner_index, d.event.type_name, [(r.before, r.after) for r in d.rows])
+        for d in items
+        if d.event.offset > after
+    ]
+
+
+def _packed(value: int) -> bytes:
+    """A length-encoded integer (1 byte below 251, else fc + u16, enough here)."""
+    return bytes([value]) if value < 251 else b"\xfc" + value.to_bytes(2, "little")
+
+
+def _field(field_type: int, value: int) -> bytes:
+    number = _packed(value)
+    return bytes([field_type]) + _packed(len(number)) + number
+
+
+@pytest.mark.parametrize("new", [0x00, 0xFF])
+def test_payload_damaged_in_its_compressed_bytes_is_a_problem_of_its_event_and_the_file_goes_on(new: int) -> None:
+    # the middle byte of the first payload's 161 zstd bytes overwritten, the CRC32 recomputed
+    # (as a server would have written the damaged bytes): zstd finds the corruption
+    data = bytearray(corpus_path(TWO_PAYLOADS).read_bytes())
+    # header 02 01 00 | 03 01 d6 | 01 01 a1 | 00: zstd, 214 bytes uncompressed, 161 of payload
+    compressed_at = FIRST_AT + LOG_EVENT_HEADER_LEN + 10
+    assert data[compressed_at : compressed_at + 4] == b"\x28\xb5\x2f\xfd"  # the zstd magic
+    data[compressed_at + 161 // 2] = new
+    body_end = FIRST_AT + FIRST_SIZE - CHECKSUM_LEN
+    data[body_end : body_end + 4] = zlib.crc32(data[FIRST_AT:body_end]).to_bytes(4, "little")
+    whole = _decoded(corpus_path(TWO_PAYLOADS).read_bytes())
+    damaged = _decoded(bytes(data))
+
+    payload = next(d for d in damaged if d.event.offset == FIRST_AT and d.event.inner_index is None)
+    assert [(type(p), p.code, p.file, p.offset, p.inner_index, p.event_type) for p in payload.problems] == [
+        (DecompressionError, "DECOMPRESSION_FAILED", "mysql-bin.000057", FIRST_AT, None, "TRANSACTION_PAYLOAD")
+    ]
+    assert "zstd" in payload.problems[0].message
+    assert isinstance(payload.body, TransactionPayloadEvent)  # its header still decodes
+    # none of its inner events, and every event after it as in the real file, with no problem
+    assert [d.event.inner_index for d in damaged if d.event.offset == FIRST_AT] == [None]
+    assert _seen(damaged, FIRST_AT) == _seen(whole, FIRST_AT)
+    assert [d.event.type_name for d in damaged if d.event.offset > FIRST_AT][:2] == ["GTID", "TRANSACTION_PAYLOAD"]
+    assert sum(len(d.rows) for d in damaged if d.event.offset > FIRST_AT) == 2
+    assert [d for d in damaged if d.problems and d is not payload] == []
+
+
+def test_inner_event_running_past_its_payload_keeps_the_inner_events_before_it_and_the_file_goes_on() -> None:
+    # the first payload's WRITE_ROWS (#3, 36 bytes) declaring 136, recompressed with zstd as the
+    # server writes it (Transaction_payload::encode: compression type, uncompressed size, payload size)
+    raw = bytearray(inflate(decode_transaction_payload(corpus_event(TWO_PAYLOADS, FIRST_AT).body)))
+    sizes = [e.header.event_size for e in _inner(TWO_PAYLOADS, FIRST_AT)]
+    assert sizes == [68, 43, 40, 36, 27]
+    write_rows_at = sum(sizes[:3])
+    HEADER_SIZE.pack_into(raw, write_rows_at + 9, 136)
+    compressed = zstandard.ZstdCompressor().compress(bytes(raw))
+    body = _field(2, 0) + _field(3, len(raw)) + _field(1, len(compressed)) + b"\x00" + compressed
+    data = _rewritten_first_payload(body)
+    moved = len(data) - len(corpus_path(TWO_PAYLOADS).read_bytes())
+    damaged = _decoded(data)
+    whole = _decoded(corpus_path(TWO_PAYLOADS).read_bytes())
+
+    payload = next(d for d in damaged if d.event.offset == FIRST_AT and d.event.inner_index is None)
+    assert [str(p) for p in payload.problems] == [
+        "mysql-bin.000057@457#3 WRITE_ROWS: inner event declares 136 bytes, the payload has 63 left [MALFORMED]"
+    ]
+    # the inner events before the damage decode as in the real file; the WRITE_ROWS and XID are lost
+    inner = [d for d in damaged if d.event.offset == FIRST_AT and d.event.inner_index is not None]
+    real = [d for d in whole if d.event.offset == FIRST_AT and d.event.inner_index is not None]
+    assert [(d.event.inner_index, d.event.type_name, d.body, d.problems) for d in inner] == [
+        (d.event.inner_index, d.event.type_name, d.body, d.problems) for d in real[:3]
+    ]
+    assert _seen(damaged, FIRST_AT, moved) == _seen(whole, FIRST_AT)
+    assert [d for d in damaged if d.problems and d is not payload] == []
+
+
+def test_damaged_payload_header_is_reported_once_on_its_event_and_the_file_goes_on() -> None:
+    # 03 01 b3 rewritten as 03 01 b0: the header now declares 176 uncompressed bytes, not 179
+    data = corpus_path(COMPRESSED).read_bytes()
     body = corpus_event(COMPRESSED, PAYLOAD_AT).body.replace(b"\x03\x01\xb3", b"\x03\x01\xb0", 1)
-    stream = io.BytesIO(_replace_payload_event(body))
-    with pytest.raises(MalformedError) as caught:
-        list(iter_events(stream, "damaged.000001"))
-    assert (caught.value.code, caught.value.file, caught.value.offset) == ("MALFORMED", "damaged.000001", PAYLOAD_AT)
+    damaged = _decoded(_replace_payload_event(body), "damaged.000001")
+    assert [(d.event.offset, d.event.inner_index, d.event.type_name, [str(p) for p in d.problems]) for d in damaged][
+        3:
+    ] == [
+        (
+            PAYLOAD_AT,
+            None,
+            "TRANSACTION_PAYLOAD",
+            [
+                "damaged.000001@274 TRANSACTION_PAYLOAD: payload holds more than the 176 bytes its header "
+                "declares [MALFORMED]"
+            ],
+        ),
+        (431, None, "ROTATE", []),
+    ]
+    assert len(data) == 475  # the ROTATE is the file's last event
+
+
+def test_framing_hands_the_payload_problem_on_the_outer_event_before_its_inner_events() -> None:
+    body = corpus_event(COMPRESSED, PAYLOAD_AT).body.replace(b"\x03\x01\xb3", b"\x03\x01\xb0", 1)
+    events = list(iter_events(io.BytesIO(_replace_payload_event(body)), "damaged.000001"))
+    assert [(e.offset, e.inner_index, e.type_name) for e in events] == [
+        (4, None, "FORMAT_DESCRIPTION"),
+        (126, None, "PREVIOUS_GTIDS"),
+        (197, None, "ANONYMOUS_GTID"),
+        (PAYLOAD_AT, None, "TRANSACTION_PAYLOAD"),
+        (431, None, "ROTATE"),
+    ]
+    problems = [(e.offset, None if e.problem is None else (e.problem.code, e.problem.offset)) for e in events]
+    assert problems == [(4, None), (126, None), (197, None), (PAYLOAD_AT, ("MALFORMED", PAYLOAD_AT)), (431, None)]
+    # a whole payload carries none
+    assert {e.problem for e in file_events(corpus_path(COMPRESSED))} == {None}
 
 
 def test_zstd_inflation_allocates_by_what_the_stream_holds_not_by_the_declared_size() -> None:
