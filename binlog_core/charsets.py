@@ -368,6 +368,38 @@ def collation_info(collation_id: int, flavor: Flavor | None = None) -> Collation
     return found
 
 
+def _by_name() -> dict[str, int]:
+    names = {info.name: cid for cid, info in COLLATIONS.items()}
+    names.update({name: cid for cid, name in MYSQL_NAMES.items()})
+    return names
+
+
+_COLLATION_IDS: Final[dict[str, int]] = _by_name()
+_FIRST_OF_CHARSET: Final[dict[str, int]] = {
+    info.charset: cid for cid, info in sorted(COLLATIONS.items(), reverse=True)
+}
+
+
+def collation_id_of(collation: str | None, charset: str | None = None) -> int | None:
+    """The id of a collation named in DDL, else of the first collation of ``charset``; ``None``
+    when neither is known.  Either one tells how the bytes decode.
+
+    >>> collation_id_of("latin1_bin"), collation_id_of(None, "latin1"), collation_id_of(None, "binary")
+    (47, 5, 63)
+    """
+    if collation is not None:
+        name = collation.lower()
+        found = _COLLATION_IDS.get(name)
+        if found is None and name.startswith("utf8_"):  # MySQL's alias of utf8mb3
+            found = _COLLATION_IDS.get("utf8mb3_" + name[len("utf8_") :])
+        if found is not None:
+            return found
+    if charset is None:
+        return None
+    name = charset.lower()
+    return _FIRST_OF_CHARSET.get("utf8mb3" if name == "utf8" else name)
+
+
 def codec_for_collation(collation_id: int | None, default: str | None = "utf-8") -> str | None:
     """The Python codec for text in this collation: bind it once per column or statement.
 

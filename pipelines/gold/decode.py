@@ -29,15 +29,30 @@ from binlog_core.constants import event_type_name
 from binlog_core.errors import BinlogError, UnknownTableIdError, as_event_problem
 from binlog_core.event import FormatDescription
 from binlog_core.render import render_image
-from binlog_core.rows import Row, TablePlan, UndecodedText, decode_rows, decode_rows_header
+from binlog_core.rows import JsonPartialUpdate, Row, TablePlan, UndecodedText, decode_rows, decode_rows_header
 from binlog_core.table_map import Column, TableMap, decode_table_map
+from pipelines.gold.columns import completed_columns
 from pipelines.gold.schema import DECODED
 from pipelines.gold.types import column_kind
+
+_OTHER_FORMS = (UndecodedText, JsonPartialUpdate)
+"""Values an image holds in another form: text whose bytes do not decode, a partial JSON update."""
 
 _CACHE_LIMIT = 4096
 """Distinct descriptions and table plans kept per worker."""
 
 _DECODED_FIELDS = [field.name for field in DECODED.fields]
+_HISTORY_FIELDS = ("name", "type", "charset", "collation")
+
+HistoryKey = tuple[tuple[str | None, ...], ...]
+"""Schema-history columns as a hashable cache key: ``(name, type, charset, collation)`` each."""
+
+
+def history_key(columns: list[dict[str, Any]] | None) -> HistoryKey | None:
+    """The cache key of a row's ``history_columns`` (Arrow gives them as dicts)."""
+    if columns is None:
+        return None
+    return tuple(tuple(c.get(f) for f in _HISTORY_FIELDS) for c in columns)
 
 
 def _arrow_schema() -> pa.Schema:
@@ -63,7 +78,7 @@ class RowsDecoder:
     def __init__(self, options: DecodeOptions | None = None) -> None:
         self.options = options or DecodeOptions()
         self._fdes: dict[str, FormatDescription] = {}
-        self._tables: dict[tuple[bytes, str, tuple[str, ...] | None], _Table] = {}
+        self._tables: dict[tuple[bytes, str, HistoryKey | None], _Table] = {}
 
     def fde(self, text: str) -> FormatDescription:
         """The description stored as ``text`` (cached)."""
@@ -74,16 +89,17 @@ class RowsDecoder:
             found = self._fdes[text] = FormatDescription.from_json(text)
         return found
 
-    def table(self, body: bytes, fde_text: str, fallback_names: tuple[str, ...] | None) -> _Table:
-        """The decoded map and plan of a TABLE_MAP body (cached)."""
-        key = (body, fde_text, fallback_names)
+    def table(self, body: bytes, fde_text: str, history: HistoryKey | None) -> _Table:
+        """The decoded map and plan of a TABLE_MAP body, completed by the schema history (cached)."""
+        key = (body, fde_text, history)
         found = self._tables.get(key)
         if found is None:
             fde = self.fde(fde_text)
             table_map = decode_table_map(body, fde)
-            columns = table_map.columns
-            if not table_map.has_names and fallback_names is not None and len(fallback_names) == len(columns):
-                columns = tuple(replace(c, name=n) for c, n in zip(columns, fallback_names, strict=True))
+            specs = None if history is None else [dict(zip(_HISTORY_FIELDS, c, strict=True)) for c in history]
+            columns = completed_columns(table_map.columns, specs)
+            if columns != table_map.columns:
+                table_map = replace(table_map, columns=columns)
             if len(self._tables) >= _CACHE_LIMIT:
                 self._tables.clear()
             found = self._tables[key] = _Table(table_map, TablePlan(table_map, self.options, fde), columns)
@@ -108,10 +124,8 @@ class RowsDecoder:
             header = decode_rows_header(event["body"], type_code, self.fde(event["format_description"]))
             if event["map_body"] is None:
                 raise UnknownTableIdError(f"table id {header.table_id} has no TABLE_MAP in force in this file")
-            names = event["fallback_names"]
-            table = self.table(
-                event["map_body"], event["map_format_description"], None if names is None else tuple(names)
-            )
+            history = history_key(event["history_columns"])
+            table = self.table(event["map_body"], event["map_format_description"], history)
             pairs = decode_rows(header, table.plan, problems)
         except BinlogError as exc:
             problems = [as_event_problem(exc)]
@@ -174,9 +188,10 @@ def _absent(image: Row | None, names: list[str]) -> list[str] | None:
 
 
 def _undecoded(image: Row | None, names: list[str]) -> list[str] | None:
+    """Columns whose image holds another form than the value: text kept as bytes, JSON diffs."""
     if image is None:
         return None
-    return [name for name, value in zip(names, image, strict=False) if isinstance(value, UndecodedText)]
+    return [name for name, value in zip(names, image, strict=False) if isinstance(value, _OTHER_FORMS)]
 
 
 def decode_partition(options: DecodeOptions) -> Any:

@@ -20,6 +20,8 @@ from pyspark.sql.types import (
     TimestampType,
 )
 
+from pipelines.silver.schema import HISTORY_COLUMN
+
 _NAMES = ArrayType(StringType(), True)
 
 ROWS_INPUT = StructType(
@@ -36,7 +38,9 @@ ROWS_INPUT = StructType(
         StructField("format_description", StringType(), False),
         StructField("map_body", BinaryType(), True),  # TABLE_MAP in force, null when none is
         StructField("map_format_description", StringType(), True),
-        StructField("fallback_names", _NAMES, True),  # column names when the map carries none
+        # the schema-history columns in force at the map (names, types, charsets): what a map
+        # written without full metadata leaves open is taken from them
+        StructField("history_columns", ArrayType(HISTORY_COLUMN, True), True),
     ]
 )
 """A rows event with the table map in force: what the distributed decoder reads."""
@@ -83,7 +87,10 @@ CHANGES = StructType(
         StructField("row_index", IntegerType(), False),  # row inside the rows event, from 0
         StructField("event_type", StringType(), False),  # WRITE_ROWS, UPDATE_ROWS_V1, ...
         StructField("gtid", StringType(), True),
-        StructField("commit_timestamp", TimestampType(), False),  # event header timestamp (UTC)
+        # when the transaction was committed: the header time of the event that ends it (XID,
+        # COMMIT, XA PREPARE); null when the file holds no end for it (cut mid-transaction)
+        StructField("commit_timestamp", TimestampType(), True),
+        StructField("event_timestamp", TimestampType(), False),  # the rows event's header time (UTC)
         StructField("server_id", LongType(), False),
         StructField("schema_name", StringType(), False),
         StructField("table_name", StringType(), False),
@@ -93,7 +100,9 @@ CHANGES = StructType(
         StructField("after", StringType(), True),  # JSON object {column: value}, null for deletes
         StructField("absent_before", _NAMES, True),  # columns not in the before image (MINIMAL/NOBLOB)
         StructField("absent_after", _NAMES, True),
-        StructField("undecoded_before", _NAMES, True),  # text columns kept as bytes (value is "hex:...")
+        # columns whose image holds another form than the value: text whose bytes do not decode
+        # ("hex:..."), a partial JSON update ({"json_diffs": [...]}, MySQL's PARTIAL_JSON)
+        StructField("undecoded_before", _NAMES, True),
         StructField("undecoded_after", _NAMES, True),
         StructField("column_names", _NAMES, False),  # the table's columns in order
         StructField("column_kinds", _NAMES, False),  # pipelines.gold.types kind of each column

@@ -12,8 +12,10 @@ Python workers (``mapInArrow`` over whatever partitions the events are in), and 
   for a rows event without a table map in force -- never guessed.
 
 ``write_gold`` replaces every row of those files in each table (so re-runs write the same rows),
-clears them from gold tables the new build no longer fills (a file rewritten in place), and
-records progress last.  Gold runs with the session time zone UTC: DATETIME values are wall
+clears them from gold tables the new build no longer fills (a file rewritten in place), fills
+the ``rows`` of silver's ``table_id_lifecycle`` (row changes decoded per file and table id:
+only decoding counts them), and records progress last.  A file silver has still to build waits.
+Gold runs with the session time zone UTC: DATETIME values are wall
 clock times stored unchanged as UTC timestamps, TIMESTAMP values are UTC instants.
 """
 
@@ -45,14 +47,20 @@ from pipelines.gold.transforms import (
     problems_of,
     rows_input,
     table_layout,
+    transaction_boundaries,
     typed_changes,
+    with_commit_timestamps,
+    with_row_counts,
 )
 from pipelines.progress import file_predicate, pending_files, record_progress
+from pipelines.silver.schema import DDL_EVENTS, HISTORY_COLUMN
 from pipelines.storage import Lakehouse, Layer, Persisted, Table
 
 EVENTS = Table.bronze("binlog_events")
 QUARANTINE_TABLE = Table.bronze("quarantine")
 TABLE_MAPS = Table.silver("table_maps")
+DDL_EVENTS_TABLE = Table.silver("ddl_events")
+LIFECYCLE_TABLE = Table.silver("table_id_lifecycle")
 CHANGES_TABLE = Table.gold("changes")
 
 TABLE_MAP_COLUMNS = StructType(
@@ -65,6 +73,7 @@ TABLE_MAP_COLUMNS = StructType(
         StructField("schema_name", StringType(), False),
         StructField("table_name", StringType(), False),
         StructField("column_names", ArrayType(StringType(), True), True),
+        StructField("resolved_columns", ArrayType(HISTORY_COLUMN, False), True),
         StructField("body", BinaryType(), False),
         StructField("format_description", StringType(), False),
     ]
@@ -99,7 +108,9 @@ def decode_options(cfg: AppConfig) -> DecodeOptions:
 def build_gold(spark: SparkSession, cfg: AppConfig, lake: Lakehouse) -> GoldOutput:
     """Decode the rows events of every file pending for gold (see the module doc)."""
     spark.conf.set("spark.sql.session.timeZone", "UTC")
-    files = pending_files(lake, Layer.GOLD)
+    # a file silver has still to (re)build waits: its maps and DDL are not there yet
+    unready = set(pending_files(lake, Layer.SILVER))
+    files = [f for f in pending_files(lake, Layer.GOLD) if f not in unready]
     predicate = file_predicate(files)
     events = lake.read(EVENTS).where(predicate) if lake.exists(EVENTS) else None
     if events is None or not files:
@@ -107,8 +118,10 @@ def build_gold(spark: SparkSession, cfg: AppConfig, lake: Lakehouse) -> GoldOutp
         return GoldOutput(files, empty_changes, {}, spark.createDataFrame([], QUARANTINE))
     table_maps = lake.read_or_empty(TABLE_MAPS, TABLE_MAP_COLUMNS).where(predicate)
     kept = Persisted()
+    queries = lake.read_or_empty(DDL_EVENTS_TABLE, DDL_EVENTS).where(predicate)
     decoded = kept.keep(rows_input(events, table_maps).transform(decode_rows_events(decode_options(cfg))))
-    changes = kept.keep(changes_of(decoded))
+    boundaries = transaction_boundaries(events, queries)
+    changes = kept.keep(changes_of(decoded).transform(with_commit_timestamps(boundaries)))
     quarantine = kept.keep(problems_of(decoded))
     tables = typed_tables(lake, changes)
     stale = stale_tables(lake, predicate, set(tables))
@@ -167,6 +180,9 @@ def write_gold(lake: Lakehouse, out: GoldOutput) -> None:
         empty = lake.spark.createDataFrame([], lake.read(table).schema)
         lake.replace_where(empty, table, predicate)
     lake.replace_where(out.quarantine, QUARANTINE_TABLE, f"stage = 'gold' AND {predicate}")
+    if lake.exists(LIFECYCLE_TABLE):
+        lifecycle = lake.read(LIFECYCLE_TABLE).where(predicate)
+        lake.replace_where(lifecycle.transform(with_row_counts(out.changes)), LIFECYCLE_TABLE, predicate)
     record_progress(lake, Layer.GOLD, out.files)
 
 

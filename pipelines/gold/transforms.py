@@ -15,7 +15,7 @@ partitions the rows events are in.
 **Typed change tables** (:func:`typed_changes`): one row per row change of one source table::
 
     file, file_name, offset, inner_index, row_index, event_type, gtid, commit_timestamp,
-    server_id, schema_name, table_name, table_id, op,
+    event_timestamp, server_id, schema_name, table_name, table_id, op,
     before struct<col: typed, ...>, after struct<col: typed, ...>,
     absent_columns struct<before: array<string>, after: array<string>>
 
@@ -31,6 +31,7 @@ and the old field keeps the old rows: history is never rewritten and no value is
 
 from __future__ import annotations
 
+import hashlib
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -120,24 +121,21 @@ def maps_in_force(events: DataFrame, table_maps: DataFrame) -> DataFrame:
     )
 
 
-def rows_input(events: DataFrame, table_maps: DataFrame, names: DataFrame | None = None) -> DataFrame:
-    """Rows events with the body of their TABLE_MAP in force (:data:`ROWS_INPUT`).
-
-    ``names``, when given, holds ``file, offset, inner_index, fallback_names``: column names for
-    rows events whose map carries none.  Otherwise silver's ``resolved_column_names`` of the map
-    (the schema history in force at its position) serve, when ``table_maps`` has them.
-    """
+def rows_input(events: DataFrame, table_maps: DataFrame) -> DataFrame:
+    """Rows events with the body of their TABLE_MAP in force (:data:`ROWS_INPUT`), and silver's
+    ``resolved_columns`` of that map (the schema history in force at it) when ``table_maps`` has
+    them: what completes maps written without full metadata."""
     placed = maps_in_force(events, table_maps)
+    history_type = ROWS_INPUT["history_columns"].dataType
     maps = table_maps.select(
         F.col("file").alias("m_file"),
         F.col("offset").alias("m_offset"),
         F.coalesce(F.col("inner_index"), F.lit(-1)).alias("m_inner_key"),
         F.col("body").alias("map_body"),
         F.col("format_description").alias("map_format_description"),
-        # silver resolves names for maps written without them (schema history in force there)
-        (F.col("resolved_column_names") if "resolved_column_names" in table_maps.columns else F.lit(None))
-        .cast("array<string>")
-        .alias("map_resolved_names"),
+        (F.col("resolved_columns") if "resolved_columns" in table_maps.columns else F.lit(None))
+        .cast(history_type)
+        .alias("history_columns"),
     )
     joined = (
         _trusted(events)
@@ -152,12 +150,6 @@ def rows_input(events: DataFrame, table_maps: DataFrame, names: DataFrame | None
             "left",
         )
     )
-    if names is not None:
-        keyed = names.select("file", "offset", _inner_key().alias("inner_key"), "fallback_names")
-        joined = joined.join(keyed, ["file", "offset", "inner_key"], "left")
-    else:
-        joined = joined.withColumn("fallback_names", F.lit(None).cast("array<string>"))
-    joined = joined.withColumn("fallback_names", F.coalesce("fallback_names", "map_resolved_names"))
     return joined.select(*[F.col(f.name).cast(f.dataType) for f in ROWS_INPUT.fields])
 
 
@@ -170,10 +162,97 @@ def decode_rows_events(options: DecodeOptions) -> Callable[[DataFrame], DataFram
     return transform
 
 
+TRANSACTION_STARTS = sorted(
+    int(t) for t in (EventType.GTID, EventType.ANONYMOUS_GTID, EventType.GTID_TAGGED, EventType.MARIADB_GTID)
+)
+"""Events that open a transaction (MariaDB's GTID event stands for its BEGIN)."""
+TRANSACTION_ENDS = sorted(int(t) for t in (EventType.XID, EventType.XA_PREPARE))
+"""Events that end one: the commit of a transactional engine, the prepare of an XA transaction."""
+_ENDING_KINDS = ("COMMIT", "ROLLBACK", "XA")
+"""QUERY kinds that end a transaction (``XA END``/``PREPARE``; ``XA START`` opens one)."""
+
+
+def transaction_boundaries(events: DataFrame, queries: DataFrame) -> DataFrame:
+    """Where transactions open and end in each file: ``file, offset, inner_key, ends, end_time``.
+
+    ``events``: bronze events; ``queries``: silver ``ddl_events`` (``kind``, ``statement``,
+    ``timestamp``) of the same files.  ``end_time`` is the header time of an ending event: when
+    the server wrote the commit.
+    """
+    by_type = _trusted(events).where(F.col("event_type").isin(TRANSACTION_STARTS + TRANSACTION_ENDS))
+    typed = by_type.select(
+        "file",
+        "offset",
+        _inner_key().alias("inner_key"),
+        F.col("event_type").isin(TRANSACTION_ENDS).alias("ends"),
+        "timestamp",
+    )
+    opening = (F.col("kind") == "BEGIN") | (
+        (F.col("kind") == "XA") & F.upper(F.ltrim("statement")).rlike("^XA\\s+(START|BEGIN)")
+    )
+    by_kind = queries.where(F.col("kind").isin("BEGIN", *_ENDING_KINDS)).select(
+        "file", "offset", _inner_key().alias("inner_key"), (~opening).alias("ends"), "timestamp"
+    )
+    return typed.unionByName(by_kind).select(
+        "file", "offset", "inner_key", "ends", F.when(F.col("ends"), F.col("timestamp")).alias("end_time")
+    )
+
+
+def with_commit_timestamps(boundaries: DataFrame) -> Callable[[DataFrame], DataFrame]:
+    """``changes -> changes`` with ``commit_timestamp``: the time of the event that ends each row
+    change's transaction -- the first transaction boundary after its rows event, when that one
+    ends a transaction; null when the file holds no end for it (a file cut mid-transaction)."""
+
+    def transform(changes: DataFrame) -> DataFrame:
+        rows_events = changes.select("file", "offset", _inner_key().alias("inner_key")).distinct()
+        marks = rows_events.select(
+            "file", "offset", "inner_key", F.lit(None).cast("boolean").alias("ends"), F.lit(None).cast("long")
+        ).toDF("file", "offset", "inner_key", "ends", "end_time")
+        following = Window.partitionBy("file").orderBy("offset", "inner_key").rowsBetween(1, Window.unboundedFollowing)
+        boundary = F.when(F.col("ends").isNotNull(), F.struct("ends", "end_time"))
+        placed = (
+            marks.unionByName(boundaries)
+            .withColumn("next_boundary", F.first(boundary, ignorenulls=True).over(following))
+            .where(F.col("ends").isNull())
+            .select(
+                "file",
+                "offset",
+                "inner_key",
+                F.when(F.col("next_boundary.ends"), F.col("next_boundary.end_time")).alias("commit_time"),
+            )
+        )
+        return (
+            changes.withColumn("inner_key", _inner_key())
+            .join(placed, ["file", "offset", "inner_key"], "left")
+            .withColumn("commit_timestamp", F.timestamp_seconds(F.col("commit_time")))
+            .select(*[F.col(f.name).cast(f.dataType) for f in CHANGES.fields])
+        )
+
+    return transform
+
+
+def with_row_counts(changes: DataFrame) -> Callable[[DataFrame], DataFrame]:
+    """``table_id_lifecycle -> table_id_lifecycle`` with ``rows``: the row changes of ``changes``
+    per file and table id (0 for an id whose rows events held none that decoded)."""
+
+    def transform(lifecycle: DataFrame) -> DataFrame:
+        counts = changes.groupBy("file", "table_id").agg(F.count(F.lit(1)).alias("counted"))
+        return (
+            lifecycle.join(counts, ["file", "table_id"], "left")
+            .withColumn("rows", F.coalesce(F.col("counted"), F.lit(0)).cast("long"))
+            .select(*lifecycle.columns)
+        )
+
+    return transform
+
+
 def changes_of(decoded: DataFrame) -> DataFrame:
-    """The ``changes`` rows of decoded output (:data:`CHANGES`)."""
-    rows = decoded.where(F.col("kind") == "change").withColumn(
-        "commit_timestamp", F.timestamp_seconds(F.col("timestamp"))
+    """The ``changes`` rows of decoded output (:data:`CHANGES`); ``commit_timestamp`` stays null
+    until :func:`with_commit_timestamps` places each change in its transaction."""
+    rows = decoded.where(F.col("kind") == "change").select(
+        "*",
+        F.timestamp_seconds(F.col("timestamp")).alias("event_timestamp"),
+        F.lit(None).cast("timestamp").alias("commit_timestamp"),
     )
     return rows.select(*[F.col(f.name).cast(f.dataType) for f in CHANGES.fields])
 
@@ -196,13 +275,26 @@ def problems_of(decoded: DataFrame) -> DataFrame:
     return rows.select(*[F.col(f.name).cast(f.dataType) for f in QUARANTINE.fields])
 
 
-def gold_table_name(schema_name: str, table_name: str) -> str:
-    """``<schema>__<table>`` in lower case, characters outside ``[a-z0-9_]`` replaced by ``_``.
+_PLAIN_NAME = re.compile(r"[a-z0-9]+(?:_[a-z0-9]+)*")
+"""A schema or table name that ``<schema>__<table>`` keeps as it is, with no way to collide."""
 
-    >>> gold_table_name("Shop", "order-items")
+
+def gold_table_name(schema_name: str, table_name: str) -> str:
+    """``<schema>__<table>`` when both names are plain (lower-case letters, digits, single ``_``
+    inside); otherwise the lower-cased name with other characters as ``_`` and a short hash of
+    the exact names, so that tables MySQL tells apart (``Orders``/``orders``, ``a__b.c``/``a.b__c``)
+    never share a gold table.
+
+    >>> gold_table_name("shop", "order_items")
     'shop__order_items'
+    >>> gold_table_name("Shop", "order-items")
+    'shop__order_items__h13dd599a'
     """
-    return re.sub(r"[^a-z0-9_]", "_", f"{schema_name}__{table_name}".lower())
+    if _PLAIN_NAME.fullmatch(schema_name) and _PLAIN_NAME.fullmatch(table_name):
+        return f"{schema_name}__{table_name}"
+    readable = re.sub(r"[^a-z0-9_]", "_", f"{schema_name}__{table_name}".lower())
+    digest = hashlib.blake2b(f"{schema_name}\x1f{table_name}".encode("utf-8", "surrogatepass"), digest_size=4)
+    return f"{readable}__h{digest.hexdigest()}"
 
 
 @dataclass(frozen=True)
@@ -287,9 +379,11 @@ def _text_value(text: Column, kind: str, undecoded: Column, name: str) -> tuple[
     if conversion in ("timestamp", "date"):
         typed = F.when(F.substring(text, 1, 4) != _ZERO_YEAR, text.try_cast(target))
         return typed, F.when(text.isNotNull() & typed.isNull(), text)
-    if conversion == "text":
-        bad = F.coalesce(F.array_contains(undecoded, name), F.lit(False))
-        return F.when(~bad, text), F.when(bad, F.unhex(F.substring(text, 5, 1 << 30)))
+    if conversion in ("text", "json"):
+        # text whose bytes do not decode ("hex:..."), a partial JSON update ({"json_diffs": ...})
+        other = F.coalesce(F.array_contains(undecoded, name), F.lit(False))
+        kept = F.unhex(F.substring(text, 5, 1 << 30)) if conversion == "text" else text
+        return F.when(~other, text), F.when(other, kept)
     if conversion == "binary":
         return F.unhex(F.substring(text, 5, 1 << 30)), None
     if conversion == "vector":
@@ -336,6 +430,7 @@ TYPED_COORDINATES = [
     "event_type",
     "gtid",
     "commit_timestamp",
+    "event_timestamp",
     "server_id",
     "schema_name",
     "table_name",
@@ -373,5 +468,8 @@ __all__ = [
     "problems_of",
     "rows_input",
     "table_layout",
+    "transaction_boundaries",
     "typed_changes",
+    "with_commit_timestamps",
+    "with_row_counts",
 ]

@@ -29,7 +29,8 @@ BIT(n)                          long                         BIT(64) as the same
 ENUM / SET                      string                       labels; the 1-based index / the
                                                              bitmask as text when the file carries
                                                              no labels
-JSON                            string                       MySQL's text of the document
+JSON                            string                       MySQL's text of the document;
+                                                             ``<col>__raw`` string
 CHAR/VARCHAR/TEXT               string                       ``<col>__raw`` binary
 BINARY/VARBINARY/BLOB,          binary                       GEOMETRY: SRID (4 bytes LE) + WKB
 GEOMETRY
@@ -41,8 +42,10 @@ anything else                   string                       MySQL's text of the
 DATETIME or TIMESTAMP whose text is a zero or partly zero date (``0000-00-00``,
 ``2020-00-15 10:00:00``), year 0, or otherwise not a valid calendar value has a NULL typed value
 and its MySQL text in ``<col>__raw``; a text value whose bytes do not decode in the column's
-charset has a NULL typed value and its bytes in ``<col>__raw``.  ``__raw`` is NULL whenever the
-typed column holds the value.
+charset has a NULL typed value and its bytes in ``<col>__raw``; a JSON column MySQL updated
+partially (``binlog_row_value_options=PARTIAL_JSON``) has a NULL typed after value and the diffs
+in ``<col>__raw`` as ``{"json_diffs": [{"op", "path", "value"}, ...]}``.  ``__raw`` is NULL
+whenever the typed column holds the value.
 """
 
 from __future__ import annotations
@@ -137,7 +140,12 @@ _SPARK_TYPES: dict[str, DataType] = {
 }
 _DECIMAL = re.compile(r"^decimal\((\d+),(\d+)\)$")
 
-RAW_TYPES: dict[str, DataType] = {"timestamp": StringType(), "date": StringType(), "text": BinaryType()}
+RAW_TYPES: dict[str, DataType] = {
+    "timestamp": StringType(),
+    "date": StringType(),
+    "text": BinaryType(),
+    "json": StringType(),
+}
 """Conversions whose values may not fit the typed field, and the type of their ``__raw`` companion."""
 
 

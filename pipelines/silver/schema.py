@@ -105,7 +105,7 @@ TABLE_ID_LIFECYCLE = StructType(
         StructField("last_offset", LongType(), True),  # where the id's last mapping ends
         StructField("maps", LongType(), False),
         StructField("rows_events", LongType(), False),  # rows events read with one of the id's maps
-        StructField("rows", LongType(), True),  # always null here: rows are counted in gold (needs decoding)
+        StructField("rows", LongType(), True),  # row changes: filled by gold once it decoded the file, null before
         StructField("fingerprints", ArrayType(StringType(), False), False),
         StructField("reused_for_other_table", BooleanType(), False),
         StructField("reused_for_other_shape", BooleanType(), False),

@@ -22,7 +22,8 @@ from binlog_core.table_map import decode_table_map
 from pipelines.bronze.framing import EventRow, frame_file
 from pipelines.bronze.schema import BINLOG_EVENTS, BINLOG_FILES
 from pipelines.gold.stage import TABLE_MAP_COLUMNS
-from pipelines.storage import Lakehouse, Table
+from pipelines.progress import record_progress
+from pipelines.storage import Lakehouse, Layer, Table
 
 
 def _opener(path: Path) -> Callable[[], BinaryIO]:
@@ -80,7 +81,8 @@ def bronze_rows(path: Path) -> tuple[list[dict[str, Any]], list[dict[str, Any]],
 
 
 def write_inputs(spark: SparkSession, lake: Lakehouse, paths: list[Path]) -> None:
-    """Write bronze ``binlog_events``/``binlog_files`` and silver ``table_maps`` for ``paths``."""
+    """Write bronze ``binlog_events``/``binlog_files`` and silver ``table_maps`` for ``paths``, and
+    record silver as built for them."""
     events: list[dict[str, Any]] = []
     maps: list[dict[str, Any]] = []
     files: list[dict[str, Any]] = []
@@ -92,3 +94,4 @@ def write_inputs(spark: SparkSession, lake: Lakehouse, paths: list[Path]) -> Non
     lake.overwrite(spark.createDataFrame(events, BINLOG_EVENTS), Table.bronze("binlog_events"))
     lake.overwrite(spark.createDataFrame(files, BINLOG_FILES), Table.bronze("binlog_files"))
     lake.overwrite(spark.createDataFrame(maps, TABLE_MAP_COLUMNS), Table.silver("table_maps"))
+    record_progress(lake, Layer.SILVER, [f["file"] for f in files])  # silver is done with them

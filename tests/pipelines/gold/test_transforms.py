@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import datetime
+import json
+import re
 from decimal import Decimal
 from typing import Any
 
@@ -32,11 +34,14 @@ from pipelines.gold.stage import TABLE_MAP_COLUMNS
 from pipelines.gold.transforms import (
     changes_of,
     decode_rows_events,
+    gold_table_name,
     maps_in_force,
     problems_of,
     rows_input,
     table_layout,
+    transaction_boundaries,
     typed_changes,
+    with_commit_timestamps,
 )
 from tests.fixtures.truth import FIXTURES
 from tests.pipelines.gold.inputs import bronze_rows
@@ -102,6 +107,65 @@ def test_the_map_in_force_is_the_last_of_its_id_not_ended_by_statement_end_or_a_
     assert_df_equality(got, expected, ignore_row_order=True, ignore_nullable=True)
 
 
+GTID, XID, QUERY = int(EventType.MARIADB_GTID), int(EventType.XID), int(EventType.QUERY)
+TIMED = StructType([*EVENTS.fields, StructField("timestamp", LongType(), False)])
+QUERIES = "file string, offset long, inner_index int, kind string, statement string, timestamp long"
+
+
+def test_a_change_commits_when_the_event_ending_its_transaction_was_written(spark: SparkSession) -> None:
+    events = [
+        ("f", 100, None, GTID, None, None, True, 10),
+        ("f", 200, None, ROWS, 1, True, True, 11),  # -> the XID at 300
+        ("f", 300, None, XID, None, None, True, 19),
+        ("f", 400, None, QUERY, None, None, True, 20),  # BEGIN
+        ("f", 500, None, ROWS, 1, True, True, 21),  # -> the COMMIT query at 600
+        ("f", 600, None, QUERY, None, None, True, 25),  # COMMIT
+        ("f", 700, None, QUERY, None, None, True, 30),  # XA START
+        ("f", 800, None, ROWS, 1, True, True, 31),  # -> XA END at 900
+        ("f", 900, None, QUERY, None, None, True, 33),  # XA END
+        ("f", 1000, None, 40, None, None, True, 40),  # TRANSACTION_PAYLOAD and its inner events
+        ("f", 1000, 0, GTID, None, None, None, 40),
+        ("f", 1000, 1, ROWS, 1, True, None, 40),  # -> the inner XID
+        ("f", 1000, 2, XID, None, None, None, 44),
+        ("f", 1100, None, XID, None, None, False, 50),  # checksum failed: ends nothing
+        ("f", 1200, None, GTID, None, None, True, 60),
+        ("f", 1300, None, ROWS, 1, True, True, 61),  # the file ends before its commit: null
+        ("g", 200, None, ROWS, 1, True, True, 70),  # nothing after it in its file: null
+        ("g", 300, None, GTID, None, None, True, 80),  # ... even if a later transaction begins
+        ("g", 400, None, XID, None, None, True, 90),
+    ]
+    queries = [
+        ("f", 400, None, "BEGIN", "BEGIN", 20),
+        ("f", 600, None, "COMMIT", "COMMIT", 25),
+        ("f", 700, None, "XA", "XA START X'01',X'',1", 30),
+        ("f", 900, None, "XA", "XA END X'01',X'',1", 33),
+    ]
+    boundaries = transaction_boundaries(spark.createDataFrame(events, TIMED), spark.createDataFrame(queries, QUERIES))
+    rows = [e for e in events if e[3] == ROWS]
+    changes = spark.createDataFrame(
+        [
+            _change(0, "insert", None, "{}", file=f, offset=o, inner_index=i, commit_timestamp=None)
+            for f, o, i, *_ in rows
+        ],
+        CHANGES,
+    )
+    got = changes.transform(with_commit_timestamps(boundaries)).select(
+        "file", "offset", "inner_index", F.unix_timestamp("commit_timestamp").alias("committed")
+    )
+    expected = spark.createDataFrame(
+        [
+            ("f", 200, None, 19),
+            ("f", 500, None, 25),
+            ("f", 800, None, 33),
+            ("f", 1000, 1, 44),
+            ("f", 1300, None, None),
+            ("g", 200, None, None),
+        ],
+        "file string, offset long, inner_index int, committed long",
+    )
+    assert_df_equality(got, expected, ignore_row_order=True, ignore_nullable=True)
+
+
 NAMES_V1 = ["id", "amount", "created", "note", "flags", "vec", "raw"]
 KINDS_V1 = [
     "int:decimal(20,0)",
@@ -126,6 +190,7 @@ def _change(row_index: int, op: str, before: str | None, after: str | None, **mo
         "event_type": "WRITE_ROWS",
         "gtid": "0-1-7",
         "commit_timestamp": datetime.datetime(2024, 1, 2, 3, 4, 5),
+        "event_timestamp": datetime.datetime(2024, 1, 2, 3, 4, 1),
         "server_id": 1,
         "schema_name": "shop",
         "table_name": "orders",
@@ -307,3 +372,39 @@ def test_rows_events_without_a_map_in_force_are_quarantined_and_never_guessed(sp
     changes = decoded.transform(changes_of)
     assert changes.where(F.col("offset") == first_rows["offset"]).count() == 0
     assert changes.count() == 20 - 3  # the other rows events of the file decode as before
+
+
+def test_tables_mysql_tells_apart_never_share_a_gold_table() -> None:
+    assert gold_table_name("shop", "order_items") == "shop__order_items"
+    pairs = [("a__b", "c"), ("a", "b__c"), ("shop", "orders"), ("shop", "Orders"), ("Shop", "orders"), ("s", "o-x")]
+    names = [gold_table_name(schema, table) for schema, table in pairs]
+    assert len(set(names)) == len(pairs)
+    assert all(re.fullmatch(r"[a-z0-9_]+", name) for name in names)
+    assert names[3].startswith("shop__orders__h") and gold_table_name("shop", "Orders") == names[3]
+
+
+def test_a_json_document_fills_the_typed_field_and_json_diffs_its_raw_companion(spark: SparkSession) -> None:
+    diffs = '{"json_diffs": [{"op": "REPLACE", "path": "$.age", "value": "26"}]}'
+    names, kinds = ["id", "doc"], ["int:int", "json:string"]
+    changes = spark.createDataFrame(
+        [
+            _change(0, "insert", None, '{"id": 1, "doc": "{\\"age\\": 25}"}', column_names=names, column_kinds=kinds),
+            _change(
+                1,
+                "update",
+                '{"id": 1}',
+                '{"id": 1, "doc": ' + diffs + "}",
+                column_names=names,
+                column_kinds=kinds,
+                undecoded_after=["doc"],
+                absent_before=["doc"],
+            ),
+        ],
+        CHANGES,
+    )
+    layout = table_layout([(names, kinds)])
+    got = changes.transform(typed_changes(layout)).orderBy("row_index").select("after.*").collect()
+    assert [tuple(r) for r in got] == [
+        (1, '{"age": 25}', None),
+        (1, None, json.dumps(json.loads(diffs), separators=(",", ":"))),
+    ]
