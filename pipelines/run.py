@@ -292,19 +292,20 @@ def run(
     cfg: AppConfig,
     stages: Sequence[str] = STAGES,
     *,
-    err: TextIO = sys.stderr,
+    err: TextIO | None = None,
     progress_every: float | None = PROGRESS_EVERY,
 ) -> RunReport:
     """Run ``stages`` in order; a failed gate stops the run (``report.failed_gate``).
 
-    Progress lines go to ``err``; ``progress_every``: seconds between two reports of Spark's
-    running jobs (None or 0: milestones only).
+    Progress lines go to ``err`` (``sys.stderr`` as it is when the run starts, by default);
+    ``progress_every``: seconds between two reports of Spark's running jobs (None or 0:
+    milestones only).
 
     >>> run(spark, cfg).exit_code
     0
     """
     report = RunReport(run_id=uuid.uuid4().hex)
-    log = _Log(err)
+    log = _Log(sys.stderr if err is None else err)
     lake = _AnnouncingLakehouse(spark, cfg.storage)
     tracker = spark.sparkContext.statusTracker()
     started = time.monotonic()

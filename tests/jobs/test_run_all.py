@@ -1,7 +1,9 @@
-"""`jobs/run_all.py` over the sample fixture: exit code, summary, gate results, and a second run adds nothing."""
+"""`jobs/run_all.py` over the sample fixture: exit code, progress lines, summary, gate results, and a second
+run adds nothing."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -32,29 +34,65 @@ def test_run_all_builds_every_layer_once_and_a_second_run_adds_nothing(
     binlogs = len(list(SAMPLE.glob("mysql-bin.0*")))
 
     persisted_before = _cached_by_pipeline(spark)
-    first = run_all.main([], config=cfg, spark=spark)
-    summary = capsys.readouterr().out
+    first = run_all.main(["--progress-every", "0.5"], config=cfg, spark=spark)
+    output = capsys.readouterr()
+    summary, progress = output.out, output.err
     persisted_after = _cached_by_pipeline(spark)
     events = lake.read(Table.bronze("binlog_events")).count()
     changes = lake.read(Table.gold("changes")).count()
     gates = lake.read(Table.quality("gate_results"))
+    ddl = lake.read(Table.silver("ddl_events")).where("kind = 'DDL'")
+    statements, parsed = ddl.count(), ddl.where("ddl_parsed").count()
+    this_run, lakehouse = summary.split("\n  lakehouse (all runs):\n")
 
-    assert first in (0, 4)
-    assert f"files: {binlogs} (complete {binlogs})" in summary
-    assert f"events: {events}" in summary
-    assert f"row changes: {changes} in " in summary
-    assert "gate bronze/offset_contiguity: ok" in summary
-    assert "gate gold/rows_reconcile: ok" in summary
-    assert gates.where("NOT success AND action = 'fail'").count() == 0
-    assert {r.gate for r in gates.select("gate").distinct().collect()} >= {"bronze", "gold"}
-    assert events > 0 and changes > 0
+    assert first == 0
+    assert "(exit code 0: done)" in summary
+    assert "\n  this run:\n    built now: bronze 5, gold 5, silver 5; time: bronze " in this_run
+    assert f"    events framed: {events}\n    row changes decoded: {changes}\n    quarantined: 0\n" in this_run
+    assert f"    DDL: {statements} statement(s), {parsed} parsed (" in this_run
+    assert "    gate bronze/offset_contiguity: ok" in this_run
+    assert "    gate gold/rows_reconcile: ok" in this_run
+    assert f"    files: {binlogs} (complete {binlogs})\n    events: {events}\n" in lakehouse
+    assert f"    row changes: {changes} in " in lakehouse
+    assert "    quarantined: 0\n" in lakehouse
+    assert f"    DDL: {statements} statement(s), {parsed} parsed (" in lakehouse
+    assert statements > 0 and events > 0 and changes > 0
+    assert gates.where("NOT success").count() == 0
+    assert {r.gate for r in gates.select("gate").distinct().collect()} == {"bronze", "silver", "gold"}
     assert persisted_after == persisted_before  # every stage released what it cached
 
-    second = run_all.main([], config=cfg, spark=spark)
-    again = capsys.readouterr().out
+    lines = progress.splitlines()
+    for milestone in (
+        "bronze: started",
+        f"bronze: {binlogs} file(s) to frame ({binlogs} new), ",
+        f"bronze: framed {binlogs} file(s) in ",
+        "bronze: gate: 5 check(s), all pass",
+        "bronze: wrote bronze.binlog_events",
+        "bronze: wrote bronze.binlog_files",
+        f"silver: {binlogs} file(s) pending",
+        "silver: gate: 3 check(s), all pass",
+        "silver: wrote silver.table_maps",
+        f"gold: {binlogs} file(s) pending",
+        "gold: writing changes and ",
+        "gold: wrote gold.changes",
+        "gold: wrote gold.shop__orders",
+        f"gold: {binlogs} file(s) built in ",
+    ):
+        assert any(line.startswith(f"[binlog-lakehouse] {milestone}") for line in lines), milestone
+    spark_lines = [line for line in lines if re.match(r"\[binlog-lakehouse\] (bronze|silver|gold): Spark jobs? ", line)]
+    assert spark_lines  # a stage of this size runs Spark jobs for far longer than half a second
+    assert any(re.search(r": stage \d+ \(.+ at .+\) \d+/\d+ tasks", line) for line in spark_lines), spark_lines
 
-    assert second in (0, 4)
+    second = run_all.main(["--progress-every", "0"], config=cfg, spark=spark)
+    output = capsys.readouterr()
+    again = output.out
+
+    assert second == 0
     assert "built now: bronze 0, gold 0, silver 0" in again
+    assert "events framed: 0\n    row changes decoded: 0\n" in again
+    assert f"    files: {binlogs} (complete {binlogs})\n    events: {events}\n" in again
+    assert "bronze: no new, grown or changed file" in output.err
+    assert not re.search(r"Spark jobs? ", output.err)
     assert lake.read(Table.bronze("binlog_events")).count() == events
     assert lake.read(Table.gold("changes")).count() == changes
 
