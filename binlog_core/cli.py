@@ -178,7 +178,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         type=_default_codec,
         metavar="CHARSET",
         help="charset of text columns when the file names none: a MySQL charset (utf8mb4, latin1, ...) or a "
-        "Python text codec (default: utf-8; 'none' keeps bytes)",
+        "Python text codec (default: utf-8; 'none' keeps bytes); text that does not decode in it is printed as "
+        "hex with an UNDECODABLE_TEXT warning",
     )
     args = parser.parse_args(argv)
     options = DecodeOptions(default_charset=args.default_charset)

@@ -84,7 +84,8 @@ class DecodeOptions:
     """Policies for values whose interpretation the file leaves open."""
 
     default_charset: str | None = "utf-8"
-    """Codec for text columns when the file carries no charset (``None``: keep bytes)."""
+    """Codec for text columns when the file carries no charset (``None``: keep bytes, unreported).
+    Bytes that do not decode in it are kept as bytes with a ``CharsetWarning``."""
     restore_binary_padding: bool = True
     """Pad BINARY(n) values back to n bytes (servers strip trailing zero bytes when logging)."""
 
@@ -102,6 +103,10 @@ class ColumnCodec:
     ``convert`` decodes a charset and returns the bytes unchanged when it cannot."""
     convert: Callable[[bytes], object] | None = None
     """For fixed-size values: the value from exactly ``size`` bytes (raising what ``read`` raises)."""
+    default_charset: str | None = None
+    """Text of a column the file names no charset for: the codec it is decoded with
+    (``DecodeOptions.default_charset``), for the warning when its bytes do not decode in it;
+    ``None`` for every other column and when bytes were asked for."""
 
 
 def need(buf: bytes, pos: int, n: int) -> None:
@@ -264,7 +269,13 @@ def _temporal2(base: int, render: Callable[[bytes, int, int], str]) -> Callable[
     return make
 
 
-def _length_prefixed(column: Column, prefix: int, convert: Callable[[bytes], object] | None, kind: str) -> ColumnCodec:
+def _length_prefixed(
+    column: Column,
+    prefix: int,
+    convert: Callable[[bytes], object] | None,
+    kind: str,
+    default_charset: str | None = None,
+) -> ColumnCodec:
     """A value stored as a little-endian length of ``prefix`` bytes, then that many bytes."""
     if prefix not in (1, 2, 3, 4):
         raise MalformedError(f"length prefix of {prefix} bytes is impossible")
@@ -277,7 +288,7 @@ def _length_prefixed(column: Column, prefix: int, convert: Callable[[bytes], obj
         raw = buf[pos : pos + n]
         return (convert(raw) if convert is not None else raw), pos + n
 
-    return ColumnCodec(column, read, None, None, (kind, prefix, convert))
+    return ColumnCodec(column, read, None, None, (kind, prefix, convert), default_charset=default_charset)
 
 
 def _text_or_binary(column: Column, ctx: _Context, prefix: int, pad_to: int = 0) -> ColumnCodec:
@@ -285,7 +296,8 @@ def _text_or_binary(column: Column, ctx: _Context, prefix: int, pad_to: int = 0)
 
     Text decoders return the bytes unchanged when they do not decode (or the charset has no
     codec); the row decoder turns such values into :class:`~binlog_core.rows.UndecodedText`
-    with a warning.
+    with a warning -- also when the file names no charset and the bytes do not decode in the
+    default one (``DecodeOptions.default_charset``; with ``None`` text stays bytes, unwarned).
     """
     collation = column.collation
     if collation == BINARY_COLLATION:
@@ -293,7 +305,10 @@ def _text_or_binary(column: Column, ctx: _Context, prefix: int, pad_to: int = 0)
         if pad_to and ctx.options.restore_binary_padding:
             pad = lambda raw: raw.ljust(pad_to, b"\x00")  # noqa: E731
         return _length_prefixed(column, prefix, pad, "bytes")
-    return _length_prefixed(column, prefix, text_decoder(collation, ctx.options.default_charset), "text")
+    default = ctx.options.default_charset
+    return _length_prefixed(
+        column, prefix, text_decoder(collation, default), "text", default if collation is None else None
+    )
 
 
 def _string(column: Column, ctx: _Context) -> ColumnCodec:
@@ -419,7 +434,8 @@ def _compressed(column: Column, ctx: _Context) -> ColumnCodec:
         plain = inflate_column(raw, limit)
         return after(plain) if after is not None else plain
 
-    return _length_prefixed(column, prefix, convert, "bytes" if binary else "text")
+    default = ctx.options.default_charset if column.collation is None else None
+    return _length_prefixed(column, prefix, convert, "bytes" if binary else "text", default)
 
 
 def _null_type(column: Column, _ctx: _Context) -> ColumnCodec:

@@ -228,6 +228,28 @@ class UndecodedText(bytes):
     __slots__ = ()
 
 
+def _kept_as_bytes(raw: bytes, codec: ColumnCodec, problems: list[BinlogError]) -> UndecodedText:
+    """Text that did not decode, as :class:`UndecodedText`, with a warning unless bytes were asked for.
+
+    Its charset is the column's when the file names one, else the default charset
+    (``DecodeOptions.default_charset``); with no default, text stays bytes by request: no warning.
+    """
+    column = codec.column
+    if column.collation is not None:
+        charset = describe_collation(column.collation)
+    elif codec.default_charset is not None:
+        charset = f"{codec.default_charset}, the default charset (the file names none for the column: it may be binary)"
+    else:
+        return UndecodedText(raw)
+    problems.append(
+        CharsetWarning(
+            f"bytes not decodable as {charset}; kept as bytes",
+            path=(f"col {column.index + 1} {column.display_name}",),
+        )
+    )
+    return UndecodedText(raw)
+
+
 @dataclass(frozen=True, slots=True)
 class JsonPartialUpdate:
     """A JSON column of a PARTIAL_UPDATE_ROWS after image: the diffs, not the document."""
@@ -296,16 +318,7 @@ class ImageDecoder:
             except (struct.error, IndexError, ValueError, OverflowError) as exc:
                 raise MalformedError(str(exc), path=(f"col {index + 1} {codec.column.display_name}",)) from None
             if value.__class__ is bytes and codec.inline is not None and codec.inline[0] == "text":
-                value = UndecodedText(value)
-                if codec.column.collation is None:
-                    out[index] = value  # the file names no charset: bytes are all it says
-                    continue
-                problems.append(
-                    CharsetWarning(
-                        f"bytes not decodable as {describe_collation(codec.column.collation)}; kept as bytes",
-                        path=(f"col {index + 1} {codec.column.display_name}",),
-                    )
-                )
+                value = _kept_as_bytes(value, codec, problems)
             out[index] = value
         return tuple(out), pos
 
@@ -358,7 +371,10 @@ class ImageDecoder:
             body.append(_LENGTH_CODE[prefix])
             body.append("    e = pos + n")
             body.append("    if e > blen: raise Fallback")
-            if convert is None:
+            if convert is None and _kind == "text":  # text kept as bytes by request, as interpret keeps it
+                env["Undecoded"] = UndecodedText
+                body.append(f"    v{index} = Undecoded(buf[pos:e])")
+            elif convert is None:
                 body.append(f"    v{index} = buf[pos:e]")
             elif convert is utf8_decode:
                 body.append(f"    v{index} = buf[pos:e].decode()")
@@ -464,7 +480,7 @@ def _decode_rows(event: RowsEvent, plan: TablePlan, problems: list[BinlogError],
     """Append each row to ``rows`` as it is read; raise the first error (naming its row)."""
     data, pos, end = event.data, event.rows_at, len(event.data)
     if event.kind.version == 0:
-        _decode_v0(event, plan, rows)
+        _decode_v0(event, plan, problems, rows)
         return
     if event.kind.partial:
         _decode_partial(event, plan, problems, rows)
@@ -518,7 +534,7 @@ def _decode_rows(event: RowsEvent, plan: TablePlan, problems: list[BinlogError],
         raise exc.within(f"row {len(rows)}") from None
 
 
-def _decode_v0(event: RowsEvent, plan: TablePlan, rows: list[RowPair]) -> None:
+def _decode_v0(event: RowsEvent, plan: TablePlan, problems: list[BinlogError], rows: list[RowPair]) -> None:
     """Pre-GA rows events (MySQL 5.1.0-5.1.17 and 5.1/5.2 development trees).
 
     Their images are the table's record null bytes followed by every column of the
@@ -558,7 +574,12 @@ def _decode_v0(event: RowsEvent, plan: TablePlan, rows: list[RowPair]) -> None:
             except BinlogError as exc:
                 raise exc.within(f"col {index + 1} {codec.column.display_name}") from None
             bit = null_bit.get(index)
-            out[index] = None if bit is not None and nulls >> bit & 1 else value
+            if bit is not None and nulls >> bit & 1:
+                out[index] = None
+                continue
+            if value.__class__ is bytes and codec.inline is not None and codec.inline[0] == "text":
+                value = _kept_as_bytes(value, codec, problems)
+            out[index] = value
         return tuple(out)
 
     try:

@@ -463,6 +463,20 @@ def test_default_charset_decodes_text_of_files_that_name_no_charset(
     assert records[0]["after"] == {"@1": 1, "@2": title}
 
 
+@pytest.mark.corpus
+def test_default_charset_the_text_does_not_decode_in_prints_hex_with_a_warning_and_exits_3(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    # MySQL's utf16 is UTF-16 big-endian: the 5 bytes of 'abcde' are no UTF-16 text
+    status, records, err = run(capsys, "--default-charset", "utf16", corpus_path(MYSQL_57))
+    assert status == EXIT_WARNINGS
+    assert records[0]["after"] == {"@1": 1, "@2": "hex:6162636465"}
+    assert err == [
+        "log.bin\t934\tUNDECODABLE_TEXT\tWRITE_ROWS -> col 2 @2: bytes not decodable as utf-16-be, the default "
+        "charset (the file names none for the column: it may be binary); kept as bytes"
+    ]
+
+
 # --- damaged values: NaN and infinities ---------------------------------------------------------
 
 T_DECIMAL_EVENT = 12312

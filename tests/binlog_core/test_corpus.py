@@ -14,6 +14,22 @@ from tests.harness.corpus import CORPUS, EVENT_PROBLEMS, FATAL, TOTAL_ROW_CHANGE
 
 FILES = corpus_files()
 
+DEFAULT_CHARSET_WARNINGS: dict[str, list[tuple[str, int]]] = {
+    # MySQL 5.5/5.6 files name no charset, so BLOB and TEXT columns look alike (type 252): PNG
+    # images in BLOB columns do not decode as UTF-8, the default charset, and are kept as bytes
+    # with a warning (gh-ost's test table's 4th column, sakila's staff.picture)
+    "gh-ost/mysql-bin.000066": [("UNDECODABLE_TEXT", 1927), ("UNDECODABLE_TEXT", 2884)],
+    "gh-ost/mysql-bin.000070": [
+        ("UNDECODABLE_TEXT", 1980),
+        ("UNDECODABLE_TEXT", 2528),
+        ("UNDECODABLE_TEXT", 3087),
+        ("UNDECODABLE_TEXT", 3346),
+        ("UNDECODABLE_TEXT", 3346),
+    ],
+    "mysql-binlog-connector-java/mysql-bin.sakila": [("UNDECODABLE_TEXT", 1408881)],
+}
+"""Warnings the decoder reports with its default options beside :data:`EVENT_PROBLEMS`, in file order."""
+
 pytestmark = [
     pytest.mark.corpus,
 ]
@@ -36,7 +52,7 @@ def walk(relative: str) -> tuple[int, int, list[tuple[str, int]], BinlogError | 
 @pytest.mark.parametrize("relative", FILES)
 def test_each_corpus_file_decodes_completely_or_fails_as_its_provenance_predicts(relative: str) -> None:
     events, _rows, problems, fatal = walk(relative)
-    assert problems == EVENT_PROBLEMS.get(relative, [])
+    assert problems == EVENT_PROBLEMS.get(relative, []) + DEFAULT_CHARSET_WARNINGS.get(relative, [])
     if relative in FATAL:
         assert fatal is not None, "expected a fatal error"
         assert (fatal.code, fatal.offset) == FATAL[relative]

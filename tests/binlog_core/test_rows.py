@@ -22,6 +22,7 @@ from binlog_core.rows import (
     RowPair,
     RowsEvent,
     TablePlan,
+    UndecodedText,
     decode_rows,
     decode_rows_header,
 )
@@ -379,3 +380,80 @@ def test_a_value_running_past_the_event_keeps_the_rows_before_it_and_is_malforme
     [problem] = problems
     assert (problem.code, problem.path[0]) == ("MALFORMED", "row 2")
     assert problem.message.endswith("(the event ends before its fields do)")
+
+
+# -- text kept as bytes ------------------------------------------------------------------------
+#
+# MySQL 5.7 with binlog_row_metadata=MINIMAL and every server before 8.0.1 name no charset for
+# their text columns: the decoder reads them in DecodeOptions.default_charset (binlog-dump
+# --default-charset).  Bytes that do not decode in it are kept as UndecodedText and reported,
+# as bytes invalid in a charset the file names are; with no default (None: 'none') text stays
+# bytes on request, unreported.
+
+MYSQL_57 = "mysql-cdc-rs/5.7/30_write_rows_v2/log.bin"
+"""MySQL 5.7.30, no optional metadata: INSERT (1, 'abcde') into a (INT, VARCHAR) table, at 934."""
+V0_5117 = "mariadb-test-data/suite/binlog/std_data/ver_5_1_17.001"
+"""MySQL 5.1.17: WRITE_ROWS_V0 of (0, 'one'), (1, 'two') at 461, UPDATE_ROWS_V0 at 548, DELETE_ROWS_V0 at 653."""
+
+NOT_UTF16 = (
+    "bytes not decodable as utf-16-be, the default charset (the file names none for the column: it may be binary); "
+    "kept as bytes"
+)
+
+
+def _text_decoded(relative: str, default_charset: str | None) -> list[tuple[int, str, list[RowPair], list[str]]]:
+    items = decode_file(corpus_path(relative), options=DecodeOptions(default_charset=default_charset))
+    return [
+        (d.event.offset, d.event.type_name, [(r.before, r.after) for r in d.rows], [str(p) for p in d.problems])
+        for d in items
+        if d.rows or d.problems
+    ]
+
+
+@pytest.mark.corpus
+def test_text_the_file_names_no_charset_for_that_does_not_decode_in_the_default_charset_is_warned() -> None:
+    # 'abcde' is 5 bytes: no UTF-16 text (utf16 is MySQL's UTF-16 big-endian)
+    [(offset, type_name, [(before, after)], problems)] = _text_decoded(MYSQL_57, "utf-16-be")
+    assert (offset, type_name, before, after) == (934, "WRITE_ROWS", None, (1, b"abcde"))
+    assert type(after[1]) is UndecodedText
+    assert problems == [f"log.bin@934 WRITE_ROWS -> col 2 @2: {NOT_UTF16} [UNDECODABLE_TEXT]"]
+
+
+@pytest.mark.corpus
+def test_text_the_file_names_no_charset_for_decodes_in_the_default_charset_without_a_warning() -> None:
+    assert _text_decoded(MYSQL_57, "utf-8") == [(934, "WRITE_ROWS", [(None, (1, "abcde"))], [])]
+    assert _text_decoded(MYSQL_57, "cp1251") == [(934, "WRITE_ROWS", [(None, (1, "abcde"))], [])]
+
+
+@pytest.mark.corpus
+@pytest.mark.parametrize("relative", [MYSQL_57, V0_5117])
+def test_text_without_a_default_charset_stays_undecoded_bytes_without_a_warning(relative: str) -> None:
+    # the compiled row reader (the first row of a layout) and the interpreter (the v0 reader) agree
+    decoded = _text_decoded(relative, None)
+    assert [problems for *_, problems in decoded] == [[] for _ in decoded]
+    texts = [image[1] for *_, pairs, _ in decoded for pair in pairs for image in pair if image is not None]
+    assert {type(text) for text in texts} == {UndecodedText}
+    assert sorted(set(texts)) == ([b"abcde"] if relative == MYSQL_57 else [b"one", b"two"])
+
+
+@pytest.mark.corpus
+def test_pre_ga_rows_text_that_does_not_decode_in_the_default_charset_is_warned_once_per_value() -> None:
+    warning = f"{NOT_UTF16} [UNDECODABLE_TEXT]"
+    assert _text_decoded(V0_5117, "utf-16-be") == [
+        (
+            461,
+            "WRITE_ROWS_V0",
+            [(None, (0, b"one")), (None, (1, b"two"))],
+            [f"ver_5_1_17.001@461 WRITE_ROWS_V0 -> col 2 @2: {warning}"] * 2,
+        ),
+        (
+            548,
+            "UPDATE_ROWS_V0",
+            [((0, b"one"), (1, b"one")), ((1, b"two"), (2, b"two"))],
+            [f"ver_5_1_17.001@548 UPDATE_ROWS_V0 -> col 2 @2: {warning}"] * 4,
+        ),
+        (653, "DELETE_ROWS_V0", [((2, b"two"), None)], [f"ver_5_1_17.001@653 DELETE_ROWS_V0 -> col 2 @2: {warning}"]),
+    ]
+    # in UTF-8 the same bytes are text, unwarned
+    first = _text_decoded(V0_5117, "utf-8")[0]
+    assert first == (461, "WRITE_ROWS_V0", [(None, (0, "one")), (None, (1, "two"))], [])
