@@ -22,7 +22,14 @@ from binlog_core.errors import BinlogError, as_event_problem
 from binlog_core.event import Event, EventHeader, FormatDescription
 from binlog_core.events import decode_body
 from binlog_core.events.query import QueryEvent
-from binlog_core.table_map import BLOB_COMPRESSED, VARCHAR_COMPRESSED, Column, TableMap, decode_table_map
+from binlog_core.table_map import (
+    BLOB_COMPRESSED,
+    VARCHAR_COMPRESSED,
+    Column,
+    TableMap,
+    decode_table_map,
+    optional_metadata_warnings,
+)
 
 ROWS_EVENT_TYPES = (
     EventType.WRITE_ROWS_V0,
@@ -241,6 +248,7 @@ def _error_row(row: dict[str, Any], exc: BinlogError, event_type_name: str) -> d
         "inner_index": row["inner_index"],
         "event_type_name": event_type_name,
         "problem_code": exc.code,
+        "problem_severity": exc.severity,
         "problem_message": exc.message,
         "problem_path": " -> ".join(exc.path) or None,
         "body": row["body"],
@@ -255,7 +263,9 @@ def table_map_rows(batches: Iterator[pa.RecordBatch], schema: pa.Schema) -> Iter
     """``mapInArrow``: bronze TABLE_MAP events -> ``table_maps``-shaped rows and error rows.
 
     An error row has ``problem_code``/``problem_message``/``problem_path`` set (and the event's
-    body); the same body under the same FORMAT_DESCRIPTION is decoded once per partition.
+    body); a map with a warning (an optional-metadata field of an unknown type, kept raw) gives
+    its map row and a warning row (``problem_severity = 'warning'``).  The same body under the
+    same FORMAT_DESCRIPTION is decoded once per partition.
     """
     cache: dict[tuple[bytes, str], TableMap] = {}
     for batch in batches:
@@ -272,6 +282,7 @@ def table_map_rows(batches: Iterator[pa.RecordBatch], schema: pa.Schema) -> Iter
                 cache.clear()
             cache[key] = table_map
             out.append(map_row(row, table_map, fde.flavor))
+            out += [_error_row(row, warning, "TABLE_MAP") for warning in optional_metadata_warnings(table_map)]
         if out:
             yield _batch(out, schema)
 

@@ -61,6 +61,7 @@ HISTORY_TABLE = Table.silver("schema_history")
 
 _ERRORS = [
     StructField("problem_code", StringType(), True),
+    StructField("problem_severity", StringType(), True),
     StructField("problem_message", StringType(), True),
     StructField("problem_path", StringType(), True),
     StructField("event_type_name", StringType(), True),

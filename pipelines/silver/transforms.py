@@ -295,7 +295,8 @@ def resolve_columns(history: DataFrame) -> Callable[[DataFrame], DataFrame]:
 
 
 def quarantine_of(decoded: DataFrame) -> DataFrame:
-    """Quarantine rows (``stage = 'silver'``) of decoder output rows with a ``problem_code``."""
+    """Quarantine rows (``stage = 'silver'``) of decoder output rows with a ``problem_code``
+    (errors: the event did not decode; warnings: it did, something in it is unusual)."""
     return decoded.where(F.col("problem_code").isNotNull()).select(
         F.lit("silver").alias("stage"),
         "file",
@@ -304,7 +305,7 @@ def quarantine_of(decoded: DataFrame) -> DataFrame:
         "inner_index",
         "event_type_name",
         F.col("problem_code").alias("code"),
-        F.lit("error").alias("severity"),
+        F.coalesce(F.col("problem_severity"), F.lit("error")).alias("severity"),
         F.col("problem_path").alias("path"),
         F.col("problem_message").alias("message"),
         "body",
