@@ -17,13 +17,15 @@ from datetime import UTC, date, datetime
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Annotated, Literal
+from urllib.parse import unquote, urlsplit
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationInfo, field_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
 
 __all__ = [
     "AppConfig",
     "DecoderSettings",
     "InputSettings",
+    "LocalPath",
     "PathOrUri",
     "QualitySettings",
     "Section",
@@ -32,6 +34,7 @@ __all__ = [
     "StorageSettings",
     "default_base_dir",
     "default_delta_package",
+    "local_path_of",
     "project_root",
     "resolve_path",
 ]
@@ -98,6 +101,32 @@ def _non_empty(value: str) -> str:
 PathOrUri = Annotated[str, AfterValidator(_non_empty), AfterValidator(resolve_path)]
 """A local path (relative ones resolve against the base directory) or a Hadoop URI."""
 
+
+def local_path_of(value: str) -> str | None:
+    """The local path ``value`` names (a path, or a ``file:`` URI), None for any other URI.
+
+    >>> local_path_of("file:///data/lake"), local_path_of("/data/lake"), local_path_of("s3a://b/lake")
+    ('/data/lake', '/data/lake', None)
+    """
+    if not is_uri(value):
+        return value
+    parts = urlsplit(value)
+    if parts.scheme.lower() != "file" or parts.netloc not in ("", "localhost"):
+        return None
+    return unquote(parts.path)
+
+
+def resolve_local_path(value: str, info: ValidationInfo) -> str:
+    """A local folder: a ``file:`` URI becomes its path, other URIs are refused, relative paths resolve."""
+    path = local_path_of(value)
+    if path is None:
+        raise ValueError(f"{value!r} must be a local path or file: URI, not a URI of another file system")
+    return resolve_path(path, info)
+
+
+LocalPath = Annotated[str, AfterValidator(_non_empty), AfterValidator(resolve_local_path)]
+"""A local path (relative ones resolve against the base directory); ``file:`` URIs are accepted."""
+
 SparkConfValue = str | bool | int | float
 
 
@@ -151,7 +180,26 @@ class SparkSettings(Section):
         default=None,
         description=(
             "`spark.sql.warehouse.dir`: where databases and managed tables without an explicit location "
-            "go. `null` keeps Spark's default (`spark-warehouse/` in the working directory)."
+            "go. `null`: `<storage.root>/_warehouse` when `storage.root` is a local path, else Spark's "
+            "setting (the cluster's, or `spark-warehouse/` in the working directory)."
+        ),
+    )
+    catalog: Literal["hive", "in-memory"] | None = Field(
+        default=None,
+        description=(
+            "Where table registrations are kept (`spark.sql.catalogImplementation`). `hive`: in a Hive "
+            "metastore, so that later sessions find the tables by name: the embedded Derby database in "
+            "`metastore_dir` (one session at a time), else the metastore of the cluster's `hive-site.xml`. "
+            "`in-memory`: only for the lifetime of the session. `null`: Spark's setting is kept (on a "
+            "cluster: its Hive, Glue or Unity catalog; plain `python`: in-memory)."
+        ),
+    )
+    metastore_dir: LocalPath | None = Field(
+        default=None,
+        description=(
+            "With `catalog: hive`: local folder of the embedded Derby metastore (`metastore_db/` and "
+            "`derby.log` inside). `null`: `<storage.root>/_metastore` when `storage.root` is a local "
+            "path; with a URI root no Derby metastore is configured and the cluster's applies."
         ),
     )
     driver_memory: str | None = Field(
@@ -203,6 +251,19 @@ class SparkSettings(Section):
         if value is not None and not value.strip():
             raise ValueError("must not be empty; use null to take the master from spark-submit")
         return value
+
+    @field_validator("metastore_dir")
+    @classmethod
+    def _check_metastore_dir(cls, value: str | None) -> str | None:
+        if value is not None and ";" in value:  # Derby's connection URL separates attributes with ';'
+            raise ValueError(f"{value!r}: a Derby database path cannot contain ';'")
+        return value
+
+    @model_validator(mode="after")
+    def _metastore_needs_hive(self) -> SparkSettings:
+        if self.metastore_dir is not None and self.catalog != "hive":
+            raise ValueError("metastore_dir is only used with catalog: hive")
+        return self
 
 
 class InputSettings(Section):
@@ -284,8 +345,9 @@ class StorageSettings(Section):
     register_tables: bool = Field(
         default=True,
         description=(
-            "Register every table in the Spark catalog under the databases above (in addition to "
-            "its path), so it can be queried by name."
+            "Register every table in the Spark catalog under the databases above, as an external table "
+            "at its path, so it can be queried by name (from later sessions too with `spark.catalog: "
+            "hive`). A name registered at another path is pointed at this lakehouse."
         ),
     )
 
@@ -359,3 +421,20 @@ class AppConfig(Section):
     decoder: DecoderSettings = Field(default_factory=DecoderSettings, description="Binlog decoding.")
     silver: SilverSettings = Field(default_factory=SilverSettings, description="Silver layer options.")
     quality: QualitySettings = Field(default_factory=QualitySettings, description="Quality gates.")
+
+    @model_validator(mode="after")
+    def _catalog_below_a_local_root(self) -> AppConfig:
+        """Fill a null ``spark.warehouse_dir`` (and, for ``catalog: hive``, ``spark.metastore_dir``)
+        with ``_warehouse``/``_metastore`` below a local ``storage.root``."""
+        root = local_path_of(self.storage.root)
+        if root is None:
+            return self
+        derived: dict[str, str] = {}
+        if self.spark.warehouse_dir is None:
+            derived["warehouse_dir"] = str(Path(root) / "_warehouse")
+        if self.spark.catalog == "hive" and self.spark.metastore_dir is None:
+            derived["metastore_dir"] = str(Path(root) / "_metastore")
+        if derived:
+            # the model is frozen and still being validated: set the derived section in place
+            object.__setattr__(self, "spark", self.spark.model_copy(update=derived))
+        return self

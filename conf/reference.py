@@ -11,7 +11,7 @@ from pydantic.fields import FieldInfo
 from pydantic_core import PydanticUndefined
 
 from conf.loader import ENV_PREFIX
-from conf.models import AppConfig, resolve_path
+from conf.models import AppConfig, resolve_local_path, resolve_path
 
 __all__ = ["render_reference"]
 
@@ -52,9 +52,15 @@ def _cell(text: str) -> str:
     return text.replace("|", "\\|").replace("\n", " ")
 
 
-def _is_path(metadata: list[Any]) -> bool:
-    """True when the validators in ``metadata`` include the path resolver of ``PathOrUri``."""
-    return any(getattr(item, "func", None) is resolve_path for item in metadata)
+def _path_kind(metadata: list[Any]) -> str | None:
+    """``path or URI`` or ``local path`` when ``metadata`` holds the resolver of ``PathOrUri`` or ``LocalPath``."""
+    for item in metadata:
+        func = getattr(item, "func", None)
+        if func is resolve_path:
+            return "path or URI"
+        if func is resolve_local_path:
+            return "local path"
+    return None
 
 
 def _type_of(annotation: Any) -> str:
@@ -62,7 +68,7 @@ def _type_of(annotation: Any) -> str:
     origin = get_origin(annotation)
     if origin is Annotated:
         inner, *metadata = get_args(annotation)
-        return "path or URI" if _is_path(metadata) else _type_of(inner)
+        return _path_kind(metadata) or _type_of(inner)
     if origin in (Union, types.UnionType):
         parts = [_type_of(arg) for arg in get_args(annotation) if arg is not type(None)]
         suffix = " or null" if type(None) in get_args(annotation) else ""
@@ -79,9 +85,8 @@ def _type_of(annotation: Any) -> str:
 def _type_name(info: FieldInfo) -> str:
     """The type of a field, noting path fields (their resolver sits in the field metadata)."""
     name = _type_of(info.annotation)
-    if _is_path(info.metadata):
-        name = name.replace("string", "path or URI", 1)
-    return name
+    kind = _path_kind(info.metadata)
+    return name.replace("string", kind, 1) if kind else name
 
 
 def _default(info: FieldInfo) -> str:

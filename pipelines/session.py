@@ -4,8 +4,18 @@ Precedence, lowest first: the settings computed here from the config, then whate
 already set (spark-submit's ``--master``, ``--packages``, ``--conf``, or a running SparkContext),
 then ``spark.conf`` from the config, which is applied last and wins over everything.
 
+Table registrations outlive the session with ``spark.catalog: hive``: Spark's Hive catalog, with
+an embedded Derby metastore in ``spark.metastore_dir`` (by default ``<storage.root>/_metastore``)
+when one is configured, else the metastore of the cluster's ``hive-site.xml``. Embedded Derby lets
+one JVM at a time open the metastore: a second session on the same folder fails until the first
+one stops.
+
 ``python -m pipelines.session --warm`` starts a session once so that Ivy downloads the Delta jars
 into ``spark.ivy_dir``, writes and reads a one-row Delta table, and prints where the jars are.
+``python -m pipelines.session --sql "SELECT ..."`` runs statements in a session built from the
+config, so tables registered by earlier runs are queried by name::
+
+    python -m pipelines.session --config conf/local.yaml --sql "SELECT count(*) FROM binlog_bronze.binlog_events"
 """
 
 from __future__ import annotations
@@ -19,7 +29,9 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from pyspark import SparkConf, SparkContext
-from pyspark.sql import SparkSession
+from pyspark.errors import PySparkException
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
 
 from conf import ConfigError, SparkSettings, load_config
 from conf.models import is_uri
@@ -30,8 +42,10 @@ __all__ = [
     "LAUNCH_SETTINGS",
     "build_spark",
     "cached_jar",
+    "derby_metastore_url",
     "launcher_conf",
     "local_cores",
+    "run_sql",
     "spark_options",
 ]
 
@@ -61,6 +75,20 @@ def local_cores(master: str | None) -> int | None:
     return (os.cpu_count() or 1) if cores == "*" else int(cores)
 
 
+def derby_metastore_url(metastore_dir: str) -> str:
+    """The JDBC URL of the embedded Derby metastore kept in ``metastore_dir`` (created on first use).
+
+    >>> derby_metastore_url("/data/lakehouse/_metastore")
+    'jdbc:derby:;databaseName=/data/lakehouse/_metastore/metastore_db;create=true'
+    """
+    return f"jdbc:derby:;databaseName={Path(metastore_dir) / 'metastore_db'};create=true"
+
+
+def _java_property(name: str, value: str) -> str:
+    """``-Dname=value`` as Spark splits ``extraJavaOptions`` (double-quoted when it holds blanks)."""
+    return f'-D{name}="{value}"' if any(char.isspace() for char in value) else f"-D{name}={value}"
+
+
 def _conf_value(value: str | bool | int | float) -> str:
     """Spark's spelling of a setting value (booleans in lower case)."""
     return str(value).lower() if isinstance(value, bool) else str(value)
@@ -72,7 +100,9 @@ def spark_options(cfg: SparkSettings, launched: Mapping[str, str] | None = None)
     When ``launched`` is given (spark-submit, or an existing SparkContext), launch-time settings
     (``LAUNCH_SETTINGS``) are left to it, and every computed setting it already has keeps its
     value; the Delta extension is appended to its ``spark.sql.extensions``. ``cfg.conf`` is
-    applied last in both cases.
+    applied last in both cases. ``catalog: hive`` with a ``metastore_dir`` points the Hive
+    metastore at an embedded Derby database there (and, when this process starts the JVM, Derby's
+    home, for its ``derby.log``).
 
         >>> opts = spark_options(SparkSettings(master="local[2]", ui_enabled=False))
         >>> opts["spark.master"], opts["spark.sql.shuffle.partitions"], opts["spark.ui.enabled"]
@@ -98,6 +128,12 @@ def spark_options(cfg: SparkSettings, launched: Mapping[str, str] | None = None)
     options["spark.ui.showConsoleProgress"] = "false"
     if cfg.warehouse_dir is not None:
         options["spark.sql.warehouse.dir"] = cfg.warehouse_dir
+    if cfg.catalog is not None:
+        options["spark.sql.catalogImplementation"] = cfg.catalog
+    if cfg.catalog == "hive" and cfg.metastore_dir is not None:
+        options["spark.hadoop.javax.jdo.option.ConnectionURL"] = derby_metastore_url(cfg.metastore_dir)
+        if launched is None:  # derby.log next to the database, not in the working directory
+            options["spark.driver.extraJavaOptions"] = _java_property("derby.system.home", cfg.metastore_dir)
     partitions = cfg.shuffle_partitions
     cores = local_cores(master)
     if partitions is None and cores is not None:
@@ -166,7 +202,9 @@ def warm(cfg: SparkSettings, *, force: bool = False) -> list[Path]:
         return [Path(jar) for jar in cfg.jars]
     wanted = [cached_jar(cfg.ivy_dir, coordinate) for coordinate in cfg.packages]
     if force or not all(jar.is_file() for jar in wanted):
-        settings = cfg.model_copy(update={"master": "local[1]", "ui_enabled": False})
+        # the probe goes by path: no metastore is opened (a running job may hold an embedded one)
+        update = {"master": "local[1]", "ui_enabled": False, "catalog": None, "metastore_dir": None}
+        settings = cfg.model_copy(update=update)
         spark = build_spark(settings)
         try:
             with tempfile.TemporaryDirectory(prefix="binlog-lakehouse-warm-") as scratch:
@@ -182,21 +220,81 @@ def warm(cfg: SparkSettings, *, force: bool = False) -> list[Path]:
     return sorted((Path(cfg.ivy_dir) / "jars").glob("*.jar"))
 
 
+def _as_text(frame: DataFrame) -> DataFrame:
+    """Every column of ``frame`` cast to text as Spark SQL prints it (duplicate names allowed)."""
+    positional = frame.toDF(*(f"_{i}" for i in range(len(frame.columns))))
+    return positional.select(*(F.col(name).cast("string") for name in positional.columns))
+
+
+def run_sql(spark: SparkSession, statement: str) -> list[str]:
+    """The result of ``statement``: a header of column names, then one line per row, tab-separated.
+
+    Values are Spark's text of them (structs as ``{1, abc}``), NULL as ``NULL``::
+
+        >>> run_sql(spark, "SELECT 1 AS n, CAST(NULL AS STRING) AS s")
+        ['n\\ts', '1\\tNULL']
+    """
+    frame = spark.sql(statement)
+    rows = _as_text(frame).collect()
+    lines = ["\t".join(frame.columns)]
+    lines += ["\t".join("NULL" if value is None else str(value) for value in row) for row in rows]
+    return lines
+
+
+_METASTORE_UNAVAILABLE = "Unable to instantiate org.apache.hadoop.hive.ql.metadata.SessionHiveMetaStoreClient"
+
+
+def _sql(cfg: SparkSettings, statements: Sequence[str]) -> int:
+    """Run ``statements`` in order, printing each result; stop at the first failing one."""
+    spark = build_spark(cfg)
+    try:
+        for statement in statements:
+            try:
+                lines = run_sql(spark, statement)
+            except PySparkException as exc:
+                print(f"error: {exc}", file=sys.stderr)
+                if _METASTORE_UNAVAILABLE in str(exc) and cfg.metastore_dir is not None:
+                    print(
+                        f"the Derby metastore in {cfg.metastore_dir} could not be opened; it admits one "
+                        "session at a time, so another one (a running job, spark-sql, a notebook) may hold it: "
+                        "stop that one and try again",
+                        file=sys.stderr,
+                    )
+                return 1
+            print("\n".join(lines))
+    finally:
+        spark.stop()
+    return 0
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    """``python -m pipelines.session [--config FILE] [--warm [--force]]``."""
+    """``python -m pipelines.session [--config FILE] [--warm [--force] | --sql STATEMENT...]``."""
     parser = argparse.ArgumentParser(
         prog="python -m pipelines.session",
-        description="Print the Spark settings a config yields, or download and check the Delta jars.",
+        description=(
+            "Print the Spark settings a config yields, download and check the Delta jars, "
+            "or run SQL against the tables registered in the config's catalog."
+        ),
     )
     parser.add_argument("--config", help="YAML config (default: conf/local.yaml)")
     parser.add_argument("--warm", action="store_true", help="cache the jars and probe Delta once")
     parser.add_argument("--force", action="store_true", help="with --warm: start Spark even if cached")
+    parser.add_argument(
+        "--sql",
+        action="append",
+        metavar="STATEMENT",
+        help="run STATEMENT and print its rows tab-separated after a header line (repeatable)",
+    )
     args = parser.parse_args(argv)
+    if args.warm and args.sql:
+        parser.error("--warm and --sql exclude each other")
     try:
         cfg = load_config(args.config).spark
     except ConfigError as exc:
         print(exc, file=sys.stderr)
         return 2
+    if args.sql:
+        return _sql(cfg, args.sql)
     if not args.warm:
         for key, value in sorted(spark_options(cfg).items()):
             print(f"{key}={value}")

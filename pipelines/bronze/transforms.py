@@ -2,8 +2,8 @@
 
 :func:`frame_files` maps a frame of work items (``WORK_ITEMS``: one row per file to (re)frame,
 with where to start) to one frame of ``FRAMED`` rows with ``mapInArrow``.  Each task opens its
-files itself -- a local path or ``file:`` URI with ``open``, any other URI with
-``pyarrow.fs.FileSystem.from_uri`` -- and streams them through
+files itself -- a local path or ``file:`` URI with ``open``, an object-store or HDFS URI with
+``pyarrow.fs`` configured from the job's Hadoop settings (:func:`open_binary`) -- and streams them through
 :func:`pipelines.bronze.framing.frame_file`; file contents never travel through Spark, only
 the framed rows do, in Arrow batches of bounded size (``batch_rows`` rows or ``batch_bytes`` of
 bodies, whichever comes first).
@@ -15,13 +15,12 @@ per kind, null in the other kinds' rows.  :func:`framed_events`, :func:`framed_q
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from datetime import UTC, datetime
 from typing import Any, BinaryIO, cast
 from urllib.parse import urlparse
 
 import pyarrow as pa
-from pyarrow import fs as pafs
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.pandas.types import to_arrow_schema
@@ -39,6 +38,7 @@ from pyspark.sql.types import (
 
 from pipelines.bronze.framing import EventRow, FileFacts, FileSummary, QuarantineRow, frame_file
 from pipelines.bronze.schema import BINLOG_EVENTS, BINLOG_FILES, QUARANTINE
+from pipelines.storage import open_arrow_input
 
 WORK_ITEMS = StructType(
     [
@@ -85,21 +85,24 @@ DEFAULT_BATCH_BYTES = 16 << 20
 _ARROW = to_arrow_schema(FRAMED, timezone="UTC")
 
 
-def open_binary(uri: str) -> Callable[[], BinaryIO]:
-    """A function opening ``uri`` for reading: ``open`` for local paths and ``file:`` URIs,
-    ``pyarrow.fs`` for every other scheme (``s3a://``/``s3n://`` are read as ``s3://``).
+def open_binary(uri: str, filesystem_options: Mapping[str, str] | None = None) -> Callable[[], BinaryIO]:
+    """A function opening ``uri`` for reading: ``open`` for local paths and ``file:`` URIs, else
+    ``pyarrow.fs`` set up from ``filesystem_options``, the driver's Hadoop settings
+    (:func:`pipelines.storage.hadoop_filesystem_options`): ``s3a://``/``s3://``/``s3n://`` with
+    ``S3FileSystem``, ``gs://`` with ``GcsFileSystem``, ``abfs[s]://``/``wasb[s]://`` with
+    ``AzureFileSystem``, ``hdfs://`` with ``HadoopFileSystem`` (see
+    :func:`pipelines.storage.arrow_target`). Other schemes raise
+    :class:`pipelines.storage.UnsupportedSchemeError` naming the file.
 
     >>> with open_binary("file:/var/log/mysql/mysql-bin.000001")() as stream:
     ...     magic = stream.read(4)
+    >>> read = open_binary("s3a://logs/mysql-bin.000001", {"fs.s3a.endpoint": "http://minio:9000"})
     """
     parsed = urlparse(uri)
     if parsed.scheme in ("", "file") or len(parsed.scheme) == 1:  # a Windows drive is no scheme
         path = parsed.path if parsed.scheme == "file" else uri
         return lambda: open(path, "rb")
-    if parsed.scheme in ("s3a", "s3n"):
-        uri = "s3" + uri[len(parsed.scheme) :]
-    filesystem, path = pafs.FileSystem.from_uri(uri)
-    return lambda: cast(BinaryIO, filesystem.open_input_stream(path))
+    return open_arrow_input(uri, filesystem_options or {})
 
 
 class _Batcher:
@@ -166,15 +169,19 @@ def frame_batches(
     verify_checksums: bool = True,
     batch_rows: int = DEFAULT_BATCH_ROWS,
     batch_bytes: int = DEFAULT_BATCH_BYTES,
+    filesystem_options: Mapping[str, str] | None = None,
 ) -> Iterator[pa.RecordBatch]:
-    """Frame every work item of ``items`` (``WORK_ITEMS`` batches) into ``FRAMED`` batches."""
+    """Frame every work item of ``items`` (``WORK_ITEMS`` batches) into ``FRAMED`` batches.
+
+    ``filesystem_options`` configures the reading of object-store URIs (see :func:`open_binary`).
+    """
     events = _Batcher(EVENT, batch_rows, batch_bytes)
     quarantine = _Batcher(QUARANTINED, batch_rows, batch_bytes)
     files = _Batcher(FILE, batch_rows, batch_bytes)
     for batch in items:
         for item in batch.to_pylist():
             framed = frame_file(
-                open_binary(item["file"]),
+                open_binary(item["file"], filesystem_options),
                 item["file"],
                 item["file_name"],
                 item["start_offset"],
@@ -204,15 +211,29 @@ def frame_batches(
 
 
 def frame_files(
-    *, verify_checksums: bool = True, batch_rows: int = DEFAULT_BATCH_ROWS, batch_bytes: int = DEFAULT_BATCH_BYTES
+    *,
+    verify_checksums: bool = True,
+    batch_rows: int = DEFAULT_BATCH_ROWS,
+    batch_bytes: int = DEFAULT_BATCH_BYTES,
+    filesystem_options: Mapping[str, str] | None = None,
 ) -> Callable[[DataFrame], DataFrame]:
     """``WORK_ITEMS`` -> ``FRAMED``: frame each file in the task holding its work item.
 
-    >>> framed = work_items.transform(frame_files(verify_checksums=True))
+    ``filesystem_options`` (plain data, shipped with the tasks) are the Hadoop settings for
+    reading object-store URIs, from :func:`pipelines.storage.hadoop_filesystem_options` on the driver.
+
+    >>> framed = work_items.transform(frame_files(filesystem_options=hadoop_filesystem_options(spark)))
     """
+    options = dict(filesystem_options or {})
 
     def run(items: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        return frame_batches(items, verify_checksums=verify_checksums, batch_rows=batch_rows, batch_bytes=batch_bytes)
+        return frame_batches(
+            items,
+            verify_checksums=verify_checksums,
+            batch_rows=batch_rows,
+            batch_bytes=batch_bytes,
+            filesystem_options=options,
+        )
 
     def transform(work: DataFrame) -> DataFrame:
         return work.mapInArrow(run, FRAMED)

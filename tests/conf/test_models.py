@@ -50,9 +50,17 @@ def test_default_config_is_local_yaml_with_local_master_and_delta_package() -> N
     assert cfg.storage.root == str(PROJECT_ROOT / "lakehouse")
 
 
+def test_local_yaml_keeps_registrations_in_a_derby_metastore_below_the_lakehouse_root() -> None:
+    cfg = load_config(CONF_DIR / "local.yaml", env={})
+    assert cfg.spark.catalog == "hive"
+    assert cfg.spark.metastore_dir == str(PROJECT_ROOT / "lakehouse" / "_metastore")
+    assert cfg.spark.warehouse_dir == str(PROJECT_ROOT / "lakehouse" / "_warehouse")
+
+
 def test_cluster_example_takes_master_from_spark_submit_and_keeps_s3a_uris() -> None:
     cfg = load_config(CONF_DIR / "cluster.example.yaml", env={})
     assert cfg.spark.master is None
+    assert (cfg.spark.catalog, cfg.spark.metastore_dir, cfg.spark.warehouse_dir) == (None, None, None)
     assert cfg.input.path == "s3a://example-binlogs/mysql-prod-01/"
     assert cfg.storage.root == "s3a://example-lakehouse/binlog/"
     assert cfg.input.modified_after == datetime(2024, 1, 1, tzinfo=UTC)
@@ -229,3 +237,44 @@ def test_date_only_modified_after_means_midnight_utc(tmp_path: Path) -> None:
 def test_invalid_spark_values_are_rejected(key: str, value: object, message: str) -> None:
     with pytest.raises(ValueError, match=message):
         SparkSettings.model_validate({key: value})
+
+
+def test_a_moved_storage_root_moves_the_derived_metastore_and_warehouse_with_it(tmp_path: Path) -> None:
+    cfg = load_config(CONF_DIR / "local.yaml", env={"BINLOG_LAKEHOUSE__STORAGE__ROOT": f"file://{tmp_path}/lake"})
+    assert cfg.spark.metastore_dir == f"{tmp_path}/lake/_metastore"
+    assert cfg.spark.warehouse_dir == f"{tmp_path}/lake/_warehouse"
+
+
+def test_a_uri_storage_root_derives_no_derby_metastore_and_no_warehouse() -> None:
+    cfg = AppConfig.model_validate(
+        {"spark": {"catalog": "hive"}, "input": {"path": "s3a://b/in"}, "storage": {"root": "s3a://b/lake"}}
+    )
+    assert (cfg.spark.catalog, cfg.spark.metastore_dir, cfg.spark.warehouse_dir) == ("hive", None, None)
+
+
+def test_explicit_metastore_and_warehouse_dirs_are_kept(tmp_path: Path) -> None:
+    path = write_config(
+        tmp_path,
+        MINIMAL_YAML + "spark:\n  catalog: hive\n  metastore_dir: file:/srv/meta\n  warehouse_dir: s3a://b/wh\n",
+    )
+    cfg = load_config(path, env={})
+    assert (cfg.spark.metastore_dir, cfg.spark.warehouse_dir) == ("/srv/meta", "s3a://b/wh")
+
+
+def test_the_in_memory_catalog_derives_a_warehouse_but_no_metastore(tmp_path: Path) -> None:
+    cfg = load_config(write_config(tmp_path, MINIMAL_YAML + "spark:\n  catalog: in-memory\n"), env={})
+    assert (cfg.spark.metastore_dir, cfg.spark.warehouse_dir) == (None, str(PROJECT_ROOT / "out" / "_warehouse"))
+
+
+@pytest.mark.parametrize(
+    ("spark", "message"),
+    [
+        ({"catalog": "hive", "metastore_dir": "s3a://b/meta"}, "must be a local path or file: URI"),
+        ({"catalog": "hive", "metastore_dir": "/srv/a;b"}, "cannot contain ';'"),
+        ({"metastore_dir": "/srv/meta"}, "metastore_dir is only used with catalog: hive"),
+        ({"catalog": "derby"}, "Input should be 'hive' or 'in-memory'"),
+    ],
+)
+def test_invalid_catalog_settings_are_rejected(spark: dict[str, str], message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        SparkSettings.model_validate(spark)

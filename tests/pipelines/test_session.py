@@ -17,6 +17,8 @@ from pipelines.session import (
     build_spark,
     cached_jar,
     local_cores,
+    main,
+    run_sql,
     spark_options,
 )
 
@@ -105,6 +107,63 @@ def test_under_a_launcher_that_already_enables_delta_the_extension_is_not_repeat
     assert options["spark.sql.shuffle.partitions"] == "4"  # local launcher master: local default
 
 
+def test_hive_catalog_with_a_metastore_dir_uses_an_embedded_derby_database_there() -> None:
+    cfg = SparkSettings(catalog="hive", metastore_dir="/data/lake/_metastore", warehouse_dir="/data/lake/_warehouse")
+    options = spark_options(cfg)
+    assert {key: value for key, value in options.items() if "catalogImpl" in key or "derby" in value} == {
+        "spark.sql.catalogImplementation": "hive",
+        "spark.hadoop.javax.jdo.option.ConnectionURL": (
+            "jdbc:derby:;databaseName=/data/lake/_metastore/metastore_db;create=true"
+        ),
+        "spark.driver.extraJavaOptions": "-Dderby.system.home=/data/lake/_metastore",
+    }
+    assert options["spark.sql.warehouse.dir"] == "/data/lake/_warehouse"
+
+
+def test_a_metastore_dir_with_blanks_is_quoted_for_the_driver_java_options() -> None:
+    options = spark_options(SparkSettings(catalog="hive", metastore_dir="/data/my lake/_metastore"))
+    assert options["spark.driver.extraJavaOptions"] == '-Dderby.system.home="/data/my lake/_metastore"'
+
+
+def test_hive_catalog_without_a_metastore_dir_leaves_the_metastore_to_hive_site_xml() -> None:
+    options = spark_options(SparkSettings(master=None, catalog="hive"))
+    assert options["spark.sql.catalogImplementation"] == "hive"
+    assert not [key for key in options if "javax.jdo" in key or "extraJavaOptions" in key]
+
+
+def test_null_catalog_leaves_the_catalog_implementation_to_spark() -> None:
+    assert "spark.sql.catalogImplementation" not in spark_options(SparkSettings())
+    assert spark_options(SparkSettings(catalog="in-memory"))["spark.sql.catalogImplementation"] == "in-memory"
+
+
+def test_under_a_launcher_derby_home_is_not_set_and_its_catalog_setting_is_kept() -> None:
+    launched = {"spark.master": "yarn", "spark.sql.catalogImplementation": "in-memory"}
+    options = spark_options(SparkSettings(catalog="hive", metastore_dir="/m"), launched)
+    assert "spark.sql.catalogImplementation" not in options
+    assert "spark.driver.extraJavaOptions" not in options
+    derby = "jdbc:derby:;databaseName=/m/metastore_db;create=true"
+    assert options["spark.hadoop.javax.jdo.option.ConnectionURL"] == derby
+
+
+def test_main_prints_the_derby_metastore_below_the_lakehouse_root_of_the_config(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    config = tmp_path / "c.yaml"
+    config.write_text(f"spark:\n  catalog: hive\ninput:\n  path: in\nstorage:\n  root: {tmp_path}/lake\n")
+    assert main(["--config", str(config)]) == 0
+    printed = capsys.readouterr().out.splitlines()
+    derby = f"jdbc:derby:;databaseName={tmp_path}/lake/_metastore/metastore_db;create=true"
+    assert f"spark.hadoop.javax.jdo.option.ConnectionURL={derby}" in printed
+    assert f"spark.sql.warehouse.dir={tmp_path}/lake/_warehouse" in printed
+
+
+def test_main_refuses_warm_and_sql_together(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as raised:
+        main(["--warm", "--sql", "SELECT 1"])
+    assert raised.value.code == 2
+    assert "--warm and --sql exclude each other" in capsys.readouterr().err
+
+
 def test_cached_jar_is_where_spark_ivy_retrieval_puts_it() -> None:
     assert cached_jar("/ivy", DELTA) == Path("/ivy/jars/io.delta_delta-spark_4.2_2.13-4.4.0.jar")
 
@@ -125,7 +184,7 @@ def test_session_writes_and_reads_back_a_delta_table(spark: SparkSession, tmp_pa
 
 @pytest.mark.spark
 def test_session_enables_the_delta_extension_and_catalog_in_utc(spark: SparkSession) -> None:
-    assert DELTA_EXTENSION in spark.conf.get("spark.sql.extensions", "").split(",")
+    assert DELTA_EXTENSION in (spark.conf.get("spark.sql.extensions") or "").split(",")
     assert spark.conf.get("spark.sql.catalog.spark_catalog") == DELTA_CATALOG
     assert spark.conf.get("spark.sql.session.timeZone") == "UTC"
     assert spark.sparkContext.master == "local[2]"
@@ -145,3 +204,13 @@ def test_building_again_joins_the_running_session_without_changing_its_master(sp
     again = build_spark(SparkSettings(master="local[4]", log_level="ERROR"))
     assert again.sparkContext is spark.sparkContext
     assert again.sparkContext.master == "local[2]"
+
+
+@pytest.mark.spark
+def test_run_sql_prints_a_header_then_tab_separated_rows_as_spark_sql_shows_them(spark: SparkSession) -> None:
+    lines = run_sql(
+        spark,
+        "SELECT id, id AS id, CAST(NULL AS STRING) AS missing, named_struct('a', id, 'b', 'x') AS s, "
+        "CAST(1.50 AS DECIMAL(4,2)) AS d FROM range(2)",
+    )
+    assert lines == ["id\tid\tmissing\ts\td", "0\t0\tNULL\t{0, x}\t1.50", "1\t1\tNULL\t{1, x}\t1.50"]
