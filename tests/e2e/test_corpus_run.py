@@ -34,6 +34,29 @@ pytestmark = [pytest.mark.corpus]
 NOT_BINLOGS = {"PROVENANCE.md": ("NOT_A_BINLOG", 0)}
 """Files of the input folder that are not binlogs at all, and how bronze must reject them."""
 
+WARNINGS = {"TRUNCATED", "UNKNOWN_EVENT_TYPE"}
+"""Quarantine codes that lose nothing: a file ending inside an event (all before it is framed, the
+rest waits for the file to grow) and an event type kept raw. Every other code is an error."""
+
+
+UNMAPPED = ["mariadb-test-data/suite/binlog/std_data/invalid_row_v2_tag.001"]
+"""Files with rows events and no TABLE_MAP at all (a FORMAT_DESCRIPTION, then three WRITE_ROWS)."""
+
+
+def gate_quarantine() -> Counter[tuple[str, str, int | None]]:
+    """The rows the quarantine-action checks add, one per failing file (no offset): ``bad_files``
+    for the files that are not readable binlogs (a truncated tail is not bad input),
+    ``checksums_verified`` for the files with an event whose CRC32 fails, and
+    ``rows_events_have_a_map`` for the files with rows events no TABLE_MAP is in force for."""
+    bad = [name for name, (code, _offset) in (FATAL | NOT_BINLOGS).items() if code != "TRUNCATED"]
+    checksums = [
+        name for name, problems in EVENT_PROBLEMS.items() if any(code == "CHECKSUM_MISMATCH" for code, _ in problems)
+    ]
+    rows = [(name, "GATE_BAD_FILES", None) for name in bad]
+    rows += [(name, "GATE_CHECKSUMS_VERIFIED", None) for name in checksums]
+    rows += [(name, "GATE_ROWS_EVENTS_HAVE_A_MAP", None) for name in UNMAPPED]
+    return Counter(rows)
+
 
 @dataclass
 class CorpusRun:
@@ -87,18 +110,30 @@ def test_the_run_over_the_whole_corpus_completes_and_says_input_was_quarantined(
     assert report.stages == ["bronze", "silver", "gold"], corpus_run.log
     assert report.failed_gate is None
     assert report.exit_code == EXIT_QUARANTINED
+    assert {name for gate in report.gates for name in gate.quarantined} == {
+        "bad_files",
+        "checksums_verified",
+        "rows_events_have_a_map",
+    }
     assert report.files_built == {"bronze": 150, "silver": 150, "gold": 150}
 
 
-def test_quarantine_holds_exactly_the_problems_the_decoder_reports_with_code_and_offset(
+def test_quarantine_holds_exactly_the_problems_the_decoder_reports_and_the_failing_checks_files(
     corpus_run: CorpusRun,
 ) -> None:
-    rows = corpus_run.lake.read(Table.bronze("quarantine")).select("file", "code", "offset").collect()
+    rows = corpus_run.lake.read(Table.bronze("quarantine")).select("file", "code", "offset", "severity").collect()
     quarantined = Counter((relative(r.file), r.code, r.offset) for r in rows)
-    expected = Counter({(name, code, offset): 1 for name, (code, offset) in (FATAL | NOT_BINLOGS).items()})
+    expected: Counter[tuple[str, str, int | None]] = Counter(
+        {(name, code, offset): 1 for name, (code, offset) in (FATAL | NOT_BINLOGS).items()}
+    )
     for name, problems in EVENT_PROBLEMS.items():
         expected.update((name, code, offset) for code, offset in problems)
+    expected.update(gate_quarantine())
     assert quarantined == expected
+    assert {(r.code, r.severity) for r in rows} == {
+        (code, "warning" if code in WARNINGS else "error") for _name, code, _offset in expected
+    }
+    assert sum(corpus_run.report.quarantined.values()) == len(rows)  # all written by this one run
 
 
 def test_bad_files_are_marked_with_their_status_and_every_other_file_is_complete(corpus_run: CorpusRun) -> None:
