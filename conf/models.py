@@ -405,8 +405,8 @@ class QualitySettings(Section):
         default_factory=dict,
         description=(
             "Action per check name, overriding its default: `fail` stops the run before the stage "
-            "writes (exit code 3), `quarantine` records bad input and goes on (exit code 4), `warn` "
-            "only records. E.g. `{offset_contiguity: warn}`."
+            "writes (exit code 3), `quarantine` puts a `GATE_<CHECK>` quarantine row on each failing "
+            "file and goes on (exit code 4), `warn` only records. E.g. `{offset_contiguity: warn}`."
         ),
     )
     disabled: list[CheckName] = Field(default_factory=list, description="Checks not run at all.")

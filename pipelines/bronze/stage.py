@@ -44,7 +44,7 @@ from pipelines.bronze.transforms import (
     framed_summaries,
 )
 from pipelines.progress import file_predicate
-from pipelines.storage import Lakehouse, Table
+from pipelines.storage import Lakehouse, Table, hadoop_filesystem_options
 
 QUARANTINE_TABLE = Table.bronze("quarantine")
 
@@ -172,6 +172,7 @@ def build_bronze(
                 verify_checksums=cfg.decoder.verify_checksums,
                 batch_rows=max(1, batch_rows),
                 batch_bytes=DEFAULT_BATCH_BYTES,
+                filesystem_options=hadoop_filesystem_options(spark),
             )
         )
         # rows are stored one by one on local disk (a cache's column batches would hold 10 000

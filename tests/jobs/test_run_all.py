@@ -10,7 +10,7 @@ import pytest
 from pyspark.sql import SparkSession
 
 from conf import AppConfig, InputSettings, StorageSettings
-from jobs import run_all
+from jobs import cli, run_all
 from pipelines.storage import Lakehouse, Table
 
 SAMPLE = Path(__file__).resolve().parents[1] / "fixtures" / "mariadb" / "sample"
@@ -100,3 +100,18 @@ def test_run_all_builds_every_layer_once_and_a_second_run_adds_nothing(
 def test_a_bad_config_path_exits_with_code_2(capsys: pytest.CaptureFixture[str]) -> None:
     assert run_all.main(["--config", "/nonexistent/conf.yaml"]) == 2
     assert "binlog-lakehouse:" in capsys.readouterr().err
+
+
+def test_sql_prints_a_query_of_the_tables_and_exits_1_when_it_fails(
+    spark: SparkSession, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    cfg = AppConfig(input=InputSettings(path=str(SAMPLE)), storage=StorageSettings(root=str(tmp_path)))
+    lake = Lakehouse(spark, cfg.storage)
+    lake.overwrite(spark.createDataFrame([(1, "a"), (2, None)], "id int, note string"), Table.gold("t"))
+    query = f"SELECT id, note FROM delta.`{lake.path(Table.gold('t'))}` ORDER BY id"
+    assert cli.main(["sql", query], config=cfg, spark=spark) == 0
+    assert capsys.readouterr().out == "id\tnote\n1\ta\n2\tNULL\n"
+    assert cli.main(["sql", "SELECT * FROM no_such_table"], config=cfg, spark=spark) == 1
+    assert "TABLE_OR_VIEW_NOT_FOUND" in capsys.readouterr().err
+    assert cli.main(["sql"], config=cfg, spark=spark) == 2
+    assert cli.main(["run", "SELECT 1"], config=cfg, spark=spark) == 2

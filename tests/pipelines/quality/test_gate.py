@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from typing import get_args
+
 from pyspark.sql import SparkSession
 
-from conf.models import QualitySettings
+from conf.models import CheckName, QualitySettings
 from pipelines.quality.gate import GateOutcome, gate_code, run_gate
 from pipelines.quality.gx import CheckResult
 from pipelines.quality.rules import RULES
@@ -80,3 +82,7 @@ def test_configured_actions_override_the_defaults_and_disabled_checks_are_not_ru
         "bad_files",
         "known_event_types",
     ]
+
+
+def test_the_configuration_names_exactly_the_rules_there_are() -> None:
+    assert list(get_args(CheckName)) == [rule.name for rule in RULES]
