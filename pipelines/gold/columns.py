@@ -28,21 +28,9 @@ from sqlglot.errors import TokenError
 
 from binlog_core.charsets import BINARY_COLLATION, collation_id_of
 from binlog_core.constants import ColumnType
-from binlog_core.table_map import BLOB_COMPRESSED, VARCHAR_COMPRESSED, Column
+from binlog_core.table_map import Column
+from pipelines.gold.types import TEXT_OR_BINARY
 
-_TEXT_OR_BINARY = frozenset(
-    {
-        ColumnType.STRING,
-        ColumnType.VARCHAR,
-        ColumnType.VAR_STRING,
-        ColumnType.TINY_BLOB,
-        ColumnType.BLOB,
-        ColumnType.MEDIUM_BLOB,
-        ColumnType.LONG_BLOB,
-        VARCHAR_COMPRESSED,
-        BLOB_COMPRESSED,
-    }
-)
 _NUMBERS = {
     "tinyint": {ColumnType.TINY},
     "bool": {ColumnType.TINY},
@@ -92,7 +80,7 @@ def _completed(column: Column, spec: Mapping[str, Any]) -> Column:
         field = _LABELS[word][1]
         if getattr(column, field) is None:
             changes[field] = tuple(t.text for t in tokens if t.token_type == TokenType.STRING)
-    elif column.type in _TEXT_OR_BINARY and column.collation is None:
+    elif column.type in TEXT_OR_BINARY and column.collation is None:
         if word in _BINARY_WORDS or spec.get("charset") == "binary":
             changes["collation"] = BINARY_COLLATION
         elif word in _TEXT_WORDS:

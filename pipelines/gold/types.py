@@ -92,7 +92,7 @@ _UNSIGNED_INT = {
     ColumnType.LONG: "bigint",
     ColumnType.LONGLONG: "decimal(20,0)",
 }
-_TEXT_OR_BINARY = frozenset(
+TEXT_OR_BINARY: frozenset[int] = frozenset(
     {
         ColumnType.STRING,
         ColumnType.VARCHAR,
@@ -165,7 +165,7 @@ def column_kind(column: Column) -> str:
         if 0 < column.precision <= MAX_DECIMAL_PRECISION and column.scale <= column.precision:
             return f"decimal:decimal({column.precision},{column.scale})"
         return "decimal:string"
-    if real in _TEXT_OR_BINARY:
+    if real in TEXT_OR_BINARY:
         return "binary:binary" if column.collation == BINARY_COLLATION else "text:string"
     return _FIXED_KINDS.get(real, "other:string")
 
@@ -207,6 +207,7 @@ __all__ = [
     "MAX_DECIMAL_PRECISION",
     "RAW_SUFFIX",
     "RAW_TYPES",
+    "TEXT_OR_BINARY",
     "column_kind",
     "conversion_of",
     "raw_type",
