@@ -105,6 +105,7 @@ TEXT_OR_BINARY: frozenset[int] = frozenset(
         BLOB_COMPRESSED,
     }
 )
+"""Wire types of CHAR/VARCHAR/TEXT and BINARY/VARBINARY/BLOB alike: the collation tells which."""
 _FIXED_KINDS: dict[int, str] = {
     ColumnType.FLOAT: "float:float",
     ColumnType.DOUBLE: "double:double",
