@@ -208,11 +208,17 @@ def with_commit_timestamps(boundaries: DataFrame) -> Callable[[DataFrame], DataF
         marks = rows_events.select(
             "file", "offset", "inner_key", F.lit(None).cast("boolean").alias("ends"), F.lit(None).cast("long")
         ).toDF("file", "offset", "inner_key", "ends", "end_time")
-        following = Window.partitionBy("file").orderBy("offset", "inner_key").rowsBetween(1, Window.unboundedFollowing)
+        # the events after each one, as a frame that only grows (the file read backwards): a frame
+        # to the end of the file would be rescanned for every row
+        after_this = (
+            Window.partitionBy("file")
+            .orderBy(F.col("offset").desc(), F.col("inner_key").desc())
+            .rowsBetween(Window.unboundedPreceding, -1)
+        )
         boundary = F.when(F.col("ends").isNotNull(), F.struct("ends", "end_time"))
         placed = (
             marks.unionByName(boundaries)
-            .withColumn("next_boundary", F.first(boundary, ignorenulls=True).over(following))
+            .withColumn("next_boundary", F.last(boundary, ignorenulls=True).over(after_this))
             .where(F.col("ends").isNull())
             .select(
                 "file",
