@@ -73,9 +73,12 @@ def pipeline_child(binlog: Path, config: str, out: Path) -> Result:
     result: Result = {"session_seconds": time.perf_counter() - started}
     try:
         for stage in STAGES:
+            stage_sampler = Sampler()
+            stage_sampler.start()
             stage_start = time.perf_counter()
             report = run(spark, cfg, [stage])
             result[f"{stage}_seconds"] = time.perf_counter() - stage_start
+            result[f"{stage}_rss_jvm_mib"] = mib(stage_sampler.stop().jvm)
             if report.exit_code != 0:
                 raise SystemExit(f"{stage} ended with exit code {report.exit_code} (gate {report.failed_gate})")
         lake = Lakehouse(spark, cfg.storage)
@@ -162,6 +165,7 @@ def _print(report: Result) -> None:
           f"silver {p['silver_seconds']:.1f} s, gold {p['gold_seconds']:.1f} s")  # fmt: skip
     print(f"  peak RSS: JVM {p['rss_jvm_mib']:.0f} MiB, Python workers {p['rss_workers_mib']:.0f} MiB, "
           f"driver {p['rss_driver_mib']:.0f} MiB, total {p['rss_total_mib']:.0f} MiB")  # fmt: skip
+    print("  peak JVM RSS by stage: " + ", ".join(f"{s} {p[f'{s}_rss_jvm_mib']:.0f} MiB" for s in STAGES))
     print(f"pipeline_vs_decoder: {report['pipeline_vs_decoder']:.2f}x rows per second (end to end into gold)")
     if "prefix" in report:
         q = report["prefix"]
