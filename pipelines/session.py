@@ -40,6 +40,7 @@ __all__ = [
     "DELTA_CATALOG",
     "DELTA_EXTENSION",
     "LAUNCH_SETTINGS",
+    "MALLOC_ARENA_MAX",
     "build_spark",
     "cached_jar",
     "derby_metastore_url",
@@ -56,6 +57,9 @@ LAUNCH_SETTINGS = frozenset(
     {"spark.master", "spark.jars.packages", "spark.jars", "spark.jars.ivy", "spark.driver.memory"}
 )
 """Settings that only matter when the JVM starts: never set when a launcher already started it."""
+
+MALLOC_ARENA_MAX = "2"
+"""glibc malloc arenas of a JVM this process starts, unless the environment already sets it."""
 
 _LOCAL_MASTER = re.compile(r"^local(?:\[(?P<cores>\*|[1-9][0-9]*)(?:,[0-9]+)?\])?$")
 
@@ -165,6 +169,8 @@ def build_spark(cfg: SparkSettings) -> SparkSession:
     When this process starts Spark, Python workers run this very interpreter (``PYSPARK_PYTHON``
     and ``PYSPARK_DRIVER_PYTHON`` = ``sys.executable``), so they import the same packages; under a
     launcher that is done only for a local master, and an already set ``PYSPARK_PYTHON`` is kept.
+    A JVM started here gets ``MALLOC_ARENA_MAX`` (unless the environment sets it) to bound its
+    native memory.
 
         >>> spark = build_spark(load_config("conf/local.yaml").spark)
         >>> spark.range(3).write.format("delta").save("/tmp/numbers")
@@ -177,6 +183,9 @@ def build_spark(cfg: SparkSettings) -> SparkSession:
         os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
         if local_cores(master) is not None:  # a local JVM needs no external address
             os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+        # glibc's per-thread malloc arenas keep the JVM's freed native memory: on a 256 MiB
+        # binlog gold's JVM peaked at 5.7 GiB RSS with a 2 GiB heap, 3.1 GiB with two arenas.
+        os.environ.setdefault("MALLOC_ARENA_MAX", MALLOC_ARENA_MAX)
     elif local_cores(master) is not None:
         os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     builder = SparkSession.builder

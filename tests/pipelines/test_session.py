@@ -14,6 +14,7 @@ from pipelines.session import (
     DELTA_CATALOG,
     DELTA_EXTENSION,
     LAUNCH_SETTINGS,
+    MALLOC_ARENA_MAX,
     build_spark,
     cached_jar,
     local_cores,
@@ -197,6 +198,15 @@ def test_python_workers_run_this_interpreter(spark: SparkSession) -> None:
     assert os.environ["PYSPARK_DRIVER_PYTHON"] == sys.executable
     worker = spark.sparkContext.parallelize([0], 1).map(lambda _: sys.executable).collect()
     assert worker == [sys.executable]
+
+
+@pytest.mark.spark
+def test_the_jvm_started_here_runs_with_a_bounded_number_of_malloc_arenas(spark: SparkSession) -> None:
+    jvm_pid = spark.sparkContext._jvm.java.lang.ProcessHandle.current().pid()  # type: ignore[union-attr]
+    jvm_env = dict(
+        entry.split(b"=", 1) for entry in Path(f"/proc/{jvm_pid}/environ").read_bytes().split(b"\0") if b"=" in entry
+    )
+    assert jvm_env.get(b"MALLOC_ARENA_MAX") == os.environ.get("MALLOC_ARENA_MAX", MALLOC_ARENA_MAX).encode()
 
 
 @pytest.mark.spark
