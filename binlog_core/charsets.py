@@ -375,9 +375,7 @@ def _by_name() -> dict[str, int]:
 
 
 _COLLATION_IDS: Final[dict[str, int]] = _by_name()
-_FIRST_OF_CHARSET: Final[dict[str, int]] = {
-    info.charset: cid for cid, info in sorted(COLLATIONS.items(), reverse=True)
-}
+_FIRST_OF_CHARSET: Final[dict[str, int]] = {info.charset: cid for cid, info in sorted(COLLATIONS.items(), reverse=True)}
 
 
 def collation_id_of(collation: str | None, charset: str | None = None) -> int | None:

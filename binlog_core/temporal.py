@@ -106,8 +106,7 @@ def bad_fraction(type_name: str, fsp: int, stored: bytes) -> MalformedError:
     """The error for a stored fraction of one second or more (or one the server reads as negative)."""
     limit = _FRAC_LIMIT[fsp]
     return MalformedError(
-        f"{type_name}({fsp}) fraction {stored.hex()} is out of range: "
-        f"0..{limit - 1} {_FRAC_UNIT[limit]} of a second"
+        f"{type_name}({fsp}) fraction {stored.hex()} is out of range: 0..{limit - 1} {_FRAC_UNIT[limit]} of a second"
     )
 
 

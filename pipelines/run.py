@@ -108,9 +108,7 @@ def ddl_coverage(ddl_events: DataFrame, shown: int = UNPARSED_SHOWN) -> DdlCover
         .limit(shown)
         .collect()
     )
-    positions = [
-        f"{r.file_name}@{r.offset}" + ("" if r.inner_index is None else f"#{r.inner_index}") for r in unparsed
-    ]
+    positions = [f"{r.file_name}@{r.offset}" + ("" if r.inner_index is None else f"#{r.inner_index}") for r in unparsed]
     statements, parsed = (0, 0) if totals is None else (int(totals.statements), int(totals.parsed))
     return DdlCoverage(statements, parsed, positions)
 
@@ -210,9 +208,7 @@ def _gate(ctx: _Stage, gate: str, facts: dict[str, DataFrame], quarantine: DataF
     ctx.say(f"gate: {len(outcome.results)} check(s), " + (f"failed: {', '.join(failing)}" if failing else "all pass"))
     if outcome.failed:
         ctx.report.failed_gate = gate
-        raise GateFailed(
-            f"{gate} gate failed: {', '.join(outcome.failed)} (see {ctx.lake.qualified_name(GATE_TABLE)})"
-        )
+        raise GateFailed(f"{gate} gate failed: {', '.join(outcome.failed)} (see {ctx.lake.qualified_name(GATE_TABLE)})")
     rows = outcome.quarantine_rows()
     if not rows:
         return quarantine

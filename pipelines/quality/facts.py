@@ -28,9 +28,7 @@ def bronze_facts(events: DataFrame, files: DataFrame, resumed: Mapping[str, int]
     >>> bronze_facts(events, files, {"file:/b/mysql-bin.000002": 4211}).show()
     """
     outer = events.where(F.col("inner_index").isNull())
-    starts = events.sparkSession.createDataFrame(
-        sorted((resumed or {}).items()), "file string, expected_start long"
-    )
+    starts = events.sparkSession.createDataFrame(sorted((resumed or {}).items()), "file string, expected_start long")
     ordered = Window.partitionBy("file").orderBy("offset")
     expected_start = F.coalesce(F.col("expected_start"), F.lit(MAGIC_LEN))
     steps = outer.join(F.broadcast(starts), "file", "left").select(

@@ -386,9 +386,7 @@ def _status_of(source: str, offset: int) -> bytes:
     return data[start + 13 : start + 13 + status_len]
 
 
-def _rebuilt(
-    source: str, offset: int, *, status: bytes | None = None, statement: bytes | None = None
-) -> QueryEvent:
+def _rebuilt(source: str, offset: int, *, status: bytes | None = None, statement: bytes | None = None) -> QueryEvent:
     """The QUERY event at ``offset`` with another status block and/or statement, after the file's
     FORMAT_DESCRIPTION, decoded; its one expected problem (if any) is checked by the caller."""
     return _rebuilt_item(source, offset, status=status, statement=statement)[1]

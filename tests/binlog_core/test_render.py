@@ -93,9 +93,7 @@ def test_double_prints_as_the_shortest_decimal_of_the_double() -> None:
     assert render_value(123456789.12345679) == 123456789.12345679
 
 
-@pytest.mark.parametrize(
-    ("value", "text"), [(math.nan, "NaN"), (math.inf, "Infinity"), (-math.inf, "-Infinity")]
-)
+@pytest.mark.parametrize(("value", "text"), [(math.nan, "NaN"), (math.inf, "Infinity"), (-math.inf, "-Infinity")])
 def test_non_finite_values_render_as_strings(value: float, text: str) -> None:
     assert render_value(value) == text
     assert render_value((1.5, value)) == [1.5, text]
@@ -141,14 +139,18 @@ def test_json_diffs_render_as_an_object_with_operation_path_and_mysql_value_text
             JsonDiff("REMOVE", "$.d", None),
         )
     )
-    assert render_value(update) == json_diffs_value(update) == {
-        "json_diffs": [
-            {"op": "REPLACE", "path": "$.a", "value": "1"},
-            {"op": "INSERT", "path": "$.b", "value": '"x"'},
-            {"op": "INSERT", "path": "$.c[0]", "value": "[1, 2]"},
-            {"op": "REMOVE", "path": "$.d", "value": None},
-        ]
-    }
+    assert (
+        render_value(update)
+        == json_diffs_value(update)
+        == {
+            "json_diffs": [
+                {"op": "REPLACE", "path": "$.a", "value": "1"},
+                {"op": "INSERT", "path": "$.b", "value": '"x"'},
+                {"op": "INSERT", "path": "$.c[0]", "value": "[1, 2]"},
+                {"op": "REMOVE", "path": "$.d", "value": None},
+            ]
+        }
+    )
 
 
 @pytest.mark.corpus

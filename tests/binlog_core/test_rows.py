@@ -130,9 +130,7 @@ def _bitmap(columns: set[int], num_columns: int) -> bytes:
     return bits.to_bytes((num_columns + 7) // 8, "little")
 
 
-def _partial_update_rows(
-    table_id: int, num_columns: int, before: set[int], after: set[int], row: bytes
-) -> bytes:
+def _partial_update_rows(table_id: int, num_columns: int, before: set[int], after: set[int], row: bytes) -> bytes:
     """PARTIAL_UPDATE_ROWS body: post-header (table_id u48, flags STMT_END, extra length 2), bitmaps, one row."""
     return (
         table_id.to_bytes(6, "little")

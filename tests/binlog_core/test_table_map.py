@@ -415,6 +415,7 @@ def test_unknown_optional_metadata_type_is_a_warning_on_its_table_map_event_and_
     assert isinstance(mapped.body, TableMap)
     assert mapped.body.unknown_optional == (NEWER_FIELD,)
     assert mapped.body.column_names == ("id", "e", "e_u", "e300", "s", "s64", "e_nn", "s_nn")
+
     # every other event, its rows included, decodes as in the real file (those after it moved)
     def seen(items: list[DecodedEvent], moved: int) -> list[tuple[int, list[tuple[str, Row | None, Row | None]], int]]:
         return [

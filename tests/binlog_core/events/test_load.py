@@ -223,9 +223,9 @@ def _load_body(new_format: bool) -> bytes:
     sql_ex new   { len u8 | bytes } * 5 | opt_flags
     then         field_lens u8[] | fields, each NUL-terminated | table NUL | db NUL | file name
     """
-    post_header = (
-        (7).to_bytes(4, "little") + (2).to_bytes(4, "little") + (1).to_bytes(4, "little") + b"\x02\x03"
-    ) + (2).to_bytes(4, "little")
+    post_header = ((7).to_bytes(4, "little") + (2).to_bytes(4, "little") + (1).to_bytes(4, "little") + b"\x02\x03") + (
+        2
+    ).to_bytes(4, "little")
     opt_flags = bytes([LoadOptFlags.REPLACE])
     if new_format:
         sql_ex = b"\x01;" + b"\x00" + b"\x01\n" + b"\x00" + b"\x01\\" + opt_flags
