@@ -36,12 +36,14 @@ class FakeTracker:
         return next((info for info in self.statuses[self.at][1] if info.stageId == stageId), None)
 
 
-FRAMING = stage(7, "localCheckpoint at /work/pipelines/bronze/stage.py:157", 3, 8, running=2)
+FRAMING = stage(7, "localCheckpoint at /opt/binlog-lakehouse/pipelines/bronze/stage.py:157", 3, 8, running=2)
 IDLE: Status = ([], [])
 
 
 def test_the_status_names_each_active_stage_with_its_tasks_done_running_and_failed() -> None:
-    tracker = FakeTracker([([4, 5], [FRAMING, stage(9, "collect at /work/pipelines/run.py:212", 0, 200, failed=1)])])
+    tracker = FakeTracker(
+        [([4, 5], [FRAMING, stage(9, "collect at /opt/binlog-lakehouse/pipelines/run.py:212", 0, 200, failed=1)])]
+    )
     assert spark_status(tracker) == (
         "Spark jobs 4, 5: stage 7 (localCheckpoint at stage.py:157) 3/8 tasks, 2 running; "
         "stage 9 (collect at run.py:212) 0/200 tasks, 1 failed"
