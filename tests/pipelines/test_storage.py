@@ -8,13 +8,11 @@ for S3, by a recording stand-in for ``S3FileSystem``; nothing here talks to a re
 
 from __future__ import annotations
 
-import io
 import os
 import shutil
 import subprocess
 import sys
 import textwrap
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -364,31 +362,6 @@ def test_translated_arguments_are_accepted_by_the_installed_pyarrow() -> None:
 
 
 # Opening: file systems built once per worker, region lookup, clear errors -----------------------------
-
-
-class RecordingS3:
-    """Stands in for ``pyarrow.fs.S3FileSystem``: records its arguments, serves local files by key."""
-
-    built: list[dict[str, Any]] = []  # noqa: RUF012 - shared record of the test
-
-    def __init__(self, **kwargs: Any) -> None:
-        RecordingS3.built.append(kwargs)
-
-    def open_input_stream(self, path: str) -> io.BufferedReader:
-        bucket, _, key = path.partition("/")
-        assert bucket == "binlogs"
-        return open(SAMPLE / key, "rb")
-
-
-@pytest.fixture
-def recording_s3(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[dict[str, Any]]]:
-    storage._arrow_filesystem.cache_clear()
-    storage._bucket_region.cache_clear()
-    RecordingS3.built = []
-    monkeypatch.setattr(pafs, "S3FileSystem", RecordingS3)
-    yield RecordingS3.built
-    storage._arrow_filesystem.cache_clear()
-    storage._bucket_region.cache_clear()
 
 
 def test_s3a_files_open_with_the_translated_settings_and_one_filesystem_per_worker(

@@ -15,10 +15,8 @@ from typing import Any
 
 import pyarrow as pa
 import pytest
-from pyarrow import fs as pafs
 from pyspark.sql.pandas.types import to_arrow_schema
 
-from pipelines import storage
 from pipelines.bronze.transforms import WORK_ITEMS, frame_batches, open_binary
 from pipelines.storage import UnsupportedSchemeError
 from tests.fixtures.truth import FIXTURES
@@ -39,29 +37,6 @@ def test_other_schemes_are_refused_naming_the_file() -> None:
         open_binary("ftp://host/mysql-bin.000001")
 
 
-class FixtureBucket:
-    """Stands in for ``pyarrow.fs.S3FileSystem``: records its arguments, serves ``SAMPLE`` by key."""
-
-    built: list[dict[str, Any]] = []  # noqa: RUF012 - shared record of the test
-
-    def __init__(self, **kwargs: Any) -> None:
-        FixtureBucket.built.append(kwargs)
-
-    def open_input_stream(self, path: str) -> io.BufferedReader:
-        bucket, _, key = path.partition("/")
-        assert bucket == "binlogs"
-        return open(SAMPLE / key, "rb")
-
-
-@pytest.fixture
-def fixture_bucket(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[dict[str, Any]]]:
-    storage._arrow_filesystem.cache_clear()
-    FixtureBucket.built = []
-    monkeypatch.setattr(pafs, "S3FileSystem", FixtureBucket)
-    yield FixtureBucket.built
-    storage._arrow_filesystem.cache_clear()
-
-
 def _work(uri: str, path: Path) -> pa.RecordBatch:
     item: dict[str, object] = {field.name: None for field in WORK_ITEMS.fields}
     item.update(
@@ -80,7 +55,7 @@ def _framed(batches: Iterator[pa.RecordBatch]) -> dict[str, list[dict[str, Any]]
 
 
 def test_s3a_files_are_framed_through_s3_filesystem_configured_from_the_hadoop_settings(
-    fixture_bucket: list[dict[str, Any]],
+    recording_s3: list[dict[str, Any]],
 ) -> None:
     uri = "s3a://binlogs/mysql-bin.000001"
     hadoop = {
@@ -92,7 +67,7 @@ def test_s3a_files_are_framed_through_s3_filesystem_configured_from_the_hadoop_s
     remote = _framed(frame_batches(iter([_work(uri, FILE)]), filesystem_options=hadoop))
     local = _framed(frame_batches(iter([_work(str(FILE), FILE)])))
 
-    assert fixture_bucket == [
+    assert recording_s3 == [
         {"endpoint_override": "minio.internal:9000", "scheme": "http", "access_key": "AKIA1", "secret_key": "s3cr3t"}
     ]
     summary = remote["file"][0]
