@@ -29,9 +29,10 @@ from binlog_core.columns import DecodeOptions
 from binlog_core.constants import EventType, event_type_name
 from binlog_core.errors import BinlogError, UnknownTableIdError, as_event_problem
 from binlog_core.event import Event, FormatDescription, checksum_error
-from binlog_core.events import DECODERS, UnknownEvent, body_warnings, decode_body
+from binlog_core.events import DECODERS, body_warnings, decode_body
 from binlog_core.framing import iter_events
 from binlog_core.rows import ROWS_KINDS, Row, RowPair, RowsEvent, TablePlan, decode_rows, decode_rows_header
+from binlog_core.sequence import FileSequence, Place
 from binlog_core.table_map import TableMap, decode_table_map
 
 _PLAN_CACHE_LIMIT = 4096
@@ -230,18 +231,20 @@ class DecodedEvent:
 
     A problem of severity ``error`` means the event was not decoded completely: ``body`` is
     ``None`` when even its fixed part did not decode; a rows event keeps its header and the
-    rows read before the row that failed.
+    rows read before the row that failed.  ``place`` is what the order of the file tells about
+    the event (:class:`binlog_core.sequence.Place`: its transaction, the map in force).
     """
 
     event: Event
     body: object | None
     rows: list[RowChange] = field(default_factory=list)
     problems: list[BinlogError] = field(default_factory=list)
+    place: Place | None = None
 
 
 @dataclass(frozen=True, slots=True)
 class MappedTable:
-    """A TABLE_MAP in force: the decoded map, its plan, and where the map event is."""
+    """A decoded TABLE_MAP in force: the map, its plan, and where the map event is."""
 
     table_map: TableMap
     plan: TablePlan
@@ -256,20 +259,37 @@ _set_map_offset = vars(MappedTable)["offset"].__set__
 _set_map_inner = vars(MappedTable)["inner_index"].__set__
 
 _TABLE_MAP = int(EventType.TABLE_MAP)
-_MARIADB_GTID = int(EventType.MARIADB_GTID)
 _PLAIN_BODIES = frozenset({int(EventType.ANNOTATE_ROWS), int(EventType.ROWS_QUERY), int(EventType.XID)})
 """Frequent events whose bodies carry no GTID, status variables or state: no checks after decoding."""
 
 
 class BinlogDecoder:
-    """Decodes the events of one file in order (create one per file)."""
+    """Decodes the events of one file in order (create one per file).
+
+    Which TABLE_MAP a rows event reads with, and which transaction each event belongs to, come
+    from :class:`binlog_core.sequence.FileSequence`: the decoder keeps the decoded map and its
+    plan on the sequence's :class:`~binlog_core.sequence.MapForce` (``payload``).
+    """
 
     def __init__(self, options: DecodeOptions | None = None) -> None:
         self.options = options or DecodeOptions()
-        self.in_force: dict[int, MappedTable] = {}
-        self.gtid: str | None = None
+        self.sequence = FileSequence(track_shapes=False)
         self._fde: FormatDescription | None = None
         self._plans: dict[bytes, tuple[TableMap, TablePlan]] = {}
+
+    @property
+    def gtid(self) -> str | None:
+        """The GTID of the transaction being read (the last GTID event's)."""
+        return self.sequence.gtid
+
+    @property
+    def in_force(self) -> dict[int, MappedTable]:
+        """Table id -> the decoded TABLE_MAP in force (maps in force that did not decode are left out)."""
+        return {
+            table_id: mapped.payload
+            for table_id, mapped in self.sequence.in_force.items()
+            if isinstance(mapped.payload, MappedTable)
+        }
 
     def decode(self, event: Event) -> DecodedEvent:
         """Decode one event, updating the state the following events are read with."""
@@ -277,49 +297,59 @@ class BinlogDecoder:
             self._fde = event.fde
             self._plans.clear()
         if event.checksum_ok is False:
-            return DecodedEvent(event, None, problems=[checksum_error(event)])
+            return DecodedEvent(event, None, problems=[checksum_error(event)], place=self.sequence.step(event))
         type_code = event.type_code
+        if type_code in ROWS_KINDS:
+            return self._rows(event)
+        if type_code == _TABLE_MAP:
+            return self._table_map(event)
         try:
-            if type_code in ROWS_KINDS:
-                return self._rows(event)
-            if type_code == _TABLE_MAP:
-                return self._table_map(event)
-            if type_code in _PLAIN_BODIES:
-                return DecodedEvent(event, DECODERS[type_code](event))
-            if type_code == _MARIADB_GTID:
-                body = DECODERS[type_code](event)
-                self.gtid = body.gtid  # type: ignore[attr-defined]
-                return DecodedEvent(event, body)
-            return self._other(event)
+            body = DECODERS[type_code](event) if type_code in _PLAIN_BODIES else decode_body(event)
         except BinlogError as exc:
-            return DecodedEvent(event, None, problems=[event.locate(as_event_problem(exc))])
+            place = self.sequence.step(event)
+            return DecodedEvent(event, None, problems=[event.locate(as_event_problem(exc))], place=place)
+        place = self.sequence.step(event, body)
+        if type_code in _PLAIN_BODIES:
+            return DecodedEvent(event, body, place=place)
+        return DecodedEvent(event, body, problems=body_warnings(event, body), place=place)
 
     def _table_map(self, event: Event) -> DecodedEvent:
         cached = self._plans.get(event.body)
         if cached is None:
-            table_map = decode_table_map(event.body, event.fde)
+            try:
+                table_map = decode_table_map(event.body, event.fde)
+            except BinlogError as exc:
+                place = self.sequence.step(event)
+                return DecodedEvent(event, None, problems=[event.locate(as_event_problem(exc))], place=place)
             if len(self._plans) >= _PLAN_CACHE_LIMIT:
                 self._plans.clear()
             cached = self._plans[event.body] = (table_map, TablePlan(table_map, self.options, event.fde))
         table_map, plan = cached
-        mapped = _new(MappedTable)  # MappedTable(...) without the frozen dataclass's per-field __setattr__
-        _set_map(mapped, table_map)
-        _set_plan(mapped, plan)
-        _set_map_offset(mapped, event.offset)
-        _set_map_inner(mapped, event.inner_index)
-        self.in_force[table_map.table_id] = mapped
+        place = self.sequence.step(event, table_map)
+        force = place.map
+        if force is not None:
+            mapped = _new(MappedTable)  # MappedTable(...) without the frozen dataclass's per-field __setattr__
+            _set_map(mapped, table_map)
+            _set_plan(mapped, plan)
+            _set_map_offset(mapped, event.offset)
+            _set_map_inner(mapped, event.inner_index)
+            force.payload = mapped
         if table_map.unknown_optional:  # reported on every map event, the cached ones too
-            return DecodedEvent(event, table_map, problems=body_warnings(event, table_map))
-        return DecodedEvent(event, table_map)
+            return DecodedEvent(event, table_map, problems=body_warnings(event, table_map), place=place)
+        return DecodedEvent(event, table_map, place=place)
 
     def _rows(self, event: Event) -> DecodedEvent:
-        header = decode_rows_header(event.body, event.type_code, event.fde)
-        mapped = self.in_force.get(header.table_id)
-        if header.statement_end:
-            # the maps of this statement end with it, whatever happens below
-            self.in_force = {}
-        if mapped is None:
-            raise UnknownTableIdError(f"table id {header.table_id} has no TABLE_MAP in force in this file")
+        try:
+            header = decode_rows_header(event.body, event.type_code, event.fde)
+        except BinlogError as exc:
+            place = self.sequence.step(event)
+            return DecodedEvent(event, None, problems=[event.locate(as_event_problem(exc))], place=place)
+        place = self.sequence.step(event, header)
+        force = place.map
+        mapped = force.payload if force is not None else None
+        if not isinstance(mapped, MappedTable):
+            missing = event.locate(UnknownTableIdError(_no_map(header.table_id, place)))
+            return DecodedEvent(event, None, problems=[missing], place=place)
         problems: list[BinlogError] = []
         pairs = decode_rows(header, mapped.plan, problems)
         h = event.header
@@ -328,7 +358,7 @@ class BinlogDecoder:
             event.offset,
             event.inner_index,
             event_type_name(h.type_code),
-            self.gtid,
+            place.gtid,
             h.timestamp,
             h.server_id,
             mapped.table_map,
@@ -337,20 +367,15 @@ class BinlogDecoder:
         changes = _row_changes(ctx, pairs)
         for problem in problems:
             event.locate(problem)
-        return DecodedEvent(event, header, changes, problems)
+        return DecodedEvent(event, header, changes, problems, place)
 
-    def _other(self, event: Event) -> DecodedEvent:
-        body = decode_body(event)
-        decoded = DecodedEvent(event, body, problems=body_warnings(event, body))
-        if isinstance(body, UnknownEvent):
-            return decoded
-        gtid = getattr(body, "gtid", None)
-        if isinstance(gtid, str) or (gtid is None and event.type_code == EventType.ANONYMOUS_GTID):
-            self.gtid = gtid
-        if event.type_code == EventType.FORMAT_DESCRIPTION:
-            self.in_force = {}
-            self.gtid = None
-        return decoded
+
+def _no_map(table_id: int, place: Place) -> str:
+    """Why a rows event has no decoded map to read with."""
+    if place.map is None:
+        return f"table id {table_id} has no TABLE_MAP in force in this file"
+    inner = "" if place.map.inner_index is None else f"#{place.map.inner_index}"
+    return f"table id {table_id}: the TABLE_MAP in force (at {place.map.offset}{inner}) did not decode"
 
 
 def decode_stream(
@@ -361,9 +386,13 @@ def decode_stream(
     verify_checksums: bool = True,
 ) -> Iterator[DecodedEvent]:
     """Frame and decode every event of a binlog stream (see :func:`decode_file`)."""
-    decode = BinlogDecoder(options).decode
-    for event in iter_events(stream, name, verify_checksums=verify_checksums):
-        yield decode(event)
+    decoder = BinlogDecoder(options)
+    decode = decoder.decode
+    try:
+        for event in iter_events(stream, name, verify_checksums=verify_checksums):
+            yield decode(event)
+    finally:
+        decoder.sequence.finish()
 
 
 def decode_file(
@@ -375,13 +404,19 @@ def decode_file(
     """Frame and decode every event of the binlog file at ``path``, in file order.
 
     Per-event problems ride on each :class:`DecodedEvent`; a fatal problem (truncated file,
-    not a binlog, encrypted remainder, ...) is raised after every event before it.
+    not a binlog, encrypted remainder, ...) is raised after every event before it.  When the
+    walk ends (or stops), what the file left open is closed (:meth:`FileSequence.finish`): a
+    transaction without an end keeps ``end_offset = None``.
     """
     name = os.path.basename(os.fspath(path))
-    with open(path, "rb") as stream:
-        decode = BinlogDecoder(options).decode  # decode_stream inlined: one generator less per event
-        for event in iter_events(stream, name, verify_checksums=verify_checksums):
-            yield decode(event)
+    decoder = BinlogDecoder(options)
+    decode = decoder.decode  # decode_stream inlined: one generator less per event
+    try:
+        with open(path, "rb") as stream:
+            for event in iter_events(stream, name, verify_checksums=verify_checksums):
+                yield decode(event)
+    finally:
+        decoder.sequence.finish()
 
 
 __all__ = ["BinlogDecoder", "DecodedEvent", "MappedTable", "RowChange", "RowsEvent", "decode_file", "decode_stream"]

@@ -294,6 +294,29 @@ class InputSettings(Section):
             "`2024-05-01T00:00:00Z`. A time without a zone is taken as UTC. `null`: all files."
         ),
     )
+    server_pattern: str | None = Field(
+        default=None,
+        description=(
+            "How files are told apart by server: a regular expression searched in each file's path "
+            "whose group `server` (or first group) names the server, e.g. `/binlogs/(?P<server>[^/]+)/` "
+            "for one folder per server under date folders. `null`: the folder holding the file and "
+            "the binlog base name (`.../db1/mysql-bin`). Files of one server share schema history and "
+            "are ordered by their sequence number (`mysql-bin.000042`: 42)."
+        ),
+    )
+
+    @field_validator("server_pattern")
+    @classmethod
+    def _check_server_pattern(cls, value: str | None) -> str | None:
+        if value is None:
+            return None
+        try:
+            compiled = re.compile(value)
+        except re.error as exc:
+            raise ValueError(f"not a regular expression: {exc}") from exc
+        if compiled.groups == 0:
+            raise ValueError("needs a group naming the server, e.g. (?P<server>[^/]+)")
+        return value
 
     @field_validator("modified_after", mode="before")
     @classmethod

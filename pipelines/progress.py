@@ -1,12 +1,16 @@
 """Progress in both senses: which files a layer still has to (re)build, and what a running stage is doing.
 
-**Incremental state.** Bronze records in ``binlog_files`` how far each file is framed (``framed_until``) and a hash of
-that prefix.  Silver and gold keep their own ``_progress`` table with the same two facts as of
-their last successful write for each file.  A file is pending for a layer when bronze has it
-framed further, or with another prefix hash (a file rewritten in place), than the layer has seen.
-A layer rebuilds a pending file's rows completely (``replace_where`` on ``file``) and records its
-progress afterwards, so a run killed anywhere leaves the file pending and the re-run writes the
-same rows again: nothing is lost, nothing doubles.
+**Incremental state.**  Bronze's ``binlog_files`` row of a file carries the ``run_id`` of the run
+that last (re)wrote the file's events.  Silver and gold record in the bookkeeping table
+``_state/progress`` (one row per layer and file) the upstream state they built the file from:
+silver the bronze ``run_id``, gold the silver build's ``run_id``.  A file is pending for a layer
+when its upstream state differs from what the layer recorded (or the layer must rebuild it:
+silver's schema history changed under it).  A layer rebuilds a pending file's rows completely
+(``replace`` on ``file``) and records its progress afterwards, so a run killed anywhere leaves
+the file pending and the re-run writes the same rows again: nothing is lost, nothing doubles.
+
+:class:`LakeState` holds ``binlog_files`` and the progress rows for one run: read once, kept up
+to date by the stages as they write (one run owns the lakehouse at a time).
 
 **Progress lines.** :class:`SparkProgress` is a context manager that, while a stage runs, polls
 Spark's status tracker every few seconds on a background thread and reports the active jobs and
@@ -14,7 +18,7 @@ stages with their tasks done and total (Spark's own console progress bar is off:
 ``pipelines/session.py``)::
 
     with SparkProgress(spark.sparkContext.statusTracker(), say, every=10.0):
-        build_gold(spark, cfg, lake)
+        ...
     # say("Spark job 12: stage 31 (mapInArrow at stage.py:98) 3/8 tasks, 2 running")
 
 It says nothing when the status has not changed since its last line, nor when the block ends
@@ -25,64 +29,81 @@ from __future__ import annotations
 
 import os
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
 from types import TracebackType
 from typing import Any, Protocol
 
-from pyspark.sql import DataFrame
-from pyspark.sql import functions as F
-from pyspark.sql.types import LongType, StringType, StructField, StructType
-
-from pipelines.bronze.schema import BINLOG_FILES
-from pipelines.storage import Lakehouse, Layer, Table
-
-PROGRESS = StructType(
-    [
-        StructField("file", StringType(), False),
-        StructField("framed_until", LongType(), False),
-        StructField("prefix_sha256", StringType(), True),
-    ]
-)
-"""Per file: the bronze state a layer last built from (``<layer>._progress``)."""
-
-BINLOG_FILES_TABLE = Table.bronze("binlog_files")
+from pipelines.storage import Lakehouse, Write
+from pipelines.tables import BINLOG_FILES, PROGRESS, Layer
 
 
-def progress_table(layer: Layer) -> Table:
-    """The progress table of a derived layer."""
-    return Table(layer, "_progress")
+def quote_literal(value: str) -> str:
+    """A SQL string literal."""
+    return "'" + value.replace("\\", "\\\\").replace("'", "\\'") + "'"
 
 
-def pending_files(lake: Lakehouse, layer: Layer) -> list[str]:
-    """Files whose bronze state differs from what ``layer`` last built from, sorted."""
-    files = lake.read_or_empty(BINLOG_FILES_TABLE, BINLOG_FILES).select("file", "framed_until", "prefix_sha256")
-    done = lake.read_or_empty(progress_table(layer), PROGRESS).select(
-        "file", F.col("framed_until").alias("done_until"), F.col("prefix_sha256").alias("done_sha256")
-    )
-    pending = files.join(done, "file", "left").where(
-        F.col("done_until").isNull()
-        | (F.col("done_until") != F.col("framed_until"))
-        | ~F.col("done_sha256").eqNullSafe(F.col("prefix_sha256"))
-    )
-    return sorted(row.file for row in pending.select("file").collect())
+def file_predicate(files: Iterable[str], column: str = "file") -> str:
+    """A SQL predicate selecting rows of ``files`` (for replacing their rows)."""
+    quoted = ", ".join(quote_literal(f) for f in sorted(files))
+    return f"`{column}` IN ({quoted})" if quoted else "false"
 
 
-def record_progress(lake: Lakehouse, layer: Layer, files: list[str]) -> None:
-    """Record that ``layer`` is now built from bronze's current state of ``files``."""
-    if not files:
-        return
-    state: DataFrame = (
-        lake.read(BINLOG_FILES_TABLE).where(F.col("file").isin(files)).select("file", "framed_until", "prefix_sha256")
-    )
-    lake.merge(state, progress_table(layer), ["file"])
+@dataclass
+class LakeState:
+    """``binlog_files`` and ``_state/progress`` as of now, for one run (read once, updated on write)."""
 
+    lake: Lakehouse
+    _files: dict[str, dict[str, Any]] | None = None
+    _progress: dict[tuple[str, str], dict[str, Any]] | None = None
+    counts: dict[str, int] = field(default_factory=dict)
 
-def file_predicate(files: list[str], column: str = "file") -> str:
-    """A SQL predicate selecting rows of ``files`` (for ``Lakehouse.replace_where``)."""
-    if not files:
-        return "false"
-    quoted = ", ".join("'" + f.replace("\\", "\\\\").replace("'", "\\'") + "'" for f in files)
-    return f"`{column}` IN ({quoted})"
+    def files(self) -> dict[str, dict[str, Any]]:
+        """Every ``binlog_files`` row, by file."""
+        if self._files is None:
+            lake = self.lake
+            self._files = (
+                {row.file: row.asDict() for row in lake.read(BINLOG_FILES).collect()}
+                if lake.exists(BINLOG_FILES)
+                else {}
+            )
+        return self._files
+
+    def know_files(self, rows: dict[str, dict[str, Any]]) -> None:
+        """``binlog_files`` as bronze just read it (saves reading it again)."""
+        self._files = dict(rows)
+
+    def update_files(self, rows: Iterable[dict[str, Any]]) -> None:
+        """Bronze wrote these ``binlog_files`` rows."""
+        files = self.files()
+        for row in rows:
+            files[row["file"]] = dict(row)
+
+    def progress(self, layer: Layer) -> dict[str, dict[str, Any]]:
+        """The progress rows of ``layer``, by file."""
+        if self._progress is None:
+            lake = self.lake
+            rows = lake.read(PROGRESS).collect() if lake.exists(PROGRESS) else []
+            self._progress = {(row.layer, row.file): row.asDict() for row in rows}
+        return {file: row for (name, file), row in self._progress.items() if name == layer.value}
+
+    def record(self, layer: Layer, rows: Sequence[dict[str, Any]]) -> None:
+        """Write progress rows of ``layer`` (``file, built_from, run_id, quarantined, counts``): last of its writes."""
+        if not rows:
+            return
+        lake = self.lake
+        full = [{"layer": layer.value, **row} for row in rows]
+        predicate = f"`layer` = {quote_literal(layer.value)} AND {file_predicate(row['file'] for row in rows)}"
+        lake.write(Write(PROGRESS, lake.spark.createDataFrame(full, PROGRESS.schema), predicate))
+        self.progress(layer)
+        assert self._progress is not None
+        for row in full:
+            self._progress[(layer.value, row["file"])] = row
+
+    def pending(self, layer: Layer, upstream: dict[str, str]) -> list[str]:
+        """Files whose upstream state (file -> upstream run id) differs from what ``layer`` built from."""
+        done = self.progress(layer)
+        return sorted(file for file, built in upstream.items() if done.get(file, {}).get("built_from") != built)
 
 
 class StatusTracker(Protocol):
@@ -180,12 +201,10 @@ class SparkProgress:
 
 
 __all__ = [
-    "PROGRESS",
+    "LakeState",
     "SparkProgress",
     "StatusTracker",
     "file_predicate",
-    "pending_files",
-    "progress_table",
-    "record_progress",
+    "quote_literal",
     "spark_status",
 ]

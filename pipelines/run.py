@@ -1,7 +1,8 @@
 """Running the stages: build -> quality gate -> write, progress lines, and the run summary.
 
-``run(spark, cfg, stages)`` runs the given stages in order (bronze, silver, gold) and returns a
-:class:`RunReport`; its ``exit_code`` tells an orchestrator what happened:
+``run(spark, cfg, stages)`` runs the given stages in order (bronze, silver, gold), each the same
+shape (:mod:`pipelines.stage`), and returns a :class:`RunReport`; its ``exit_code`` tells an
+orchestrator what happened:
 
 ====  ==========================================================================================
 0     done, nothing wrong (warnings, such as the truncated tail of an active binlog, may be
@@ -9,16 +10,17 @@
 1     unexpected error (raised by the job entry point)
 2     bad configuration or usage
 3     a quality gate with action ``fail`` failed: that stage was not written
-4     done, but bad input was quarantined: this run wrote at least one quarantine row of
-      severity ``error`` (a file that is corrupt, encrypted or not a binlog, an event that does
-      not decode, a check with action ``quarantine`` that failed)
+4     done, but files of the input carry bad-input quarantine rows of severity ``error`` (a
+      file that is corrupt, encrypted or not a binlog, an event that does not decode, a check
+      with action ``quarantine`` that failed), whichever run wrote them
 ====  ==========================================================================================
 
 While a stage runs, progress lines go to ``err`` (``[binlog-lakehouse] <stage>: ...``): the
 stage's milestones (files to frame and their bytes, files pending, gate outcome, each table
 written) and, every ``progress_every`` seconds while Spark works, its active jobs and stages
 with their tasks done (:class:`pipelines.progress.SparkProgress`). :func:`summary` tells what
-this run did and what the lakehouse holds after it.
+this run did and what the lakehouse holds after it.  The report also counts the Spark jobs and
+Delta commits each stage made.
 """
 
 from __future__ import annotations
@@ -30,19 +32,21 @@ import uuid
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from typing import Any, TextIO
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from conf.models import AppConfig, StorageSettings
-from pipelines.bronze.schema import BINLOG_EVENTS, BINLOG_FILES, QUARANTINE
-from pipelines.bronze.stage import build_bronze, write_bronze
-from pipelines.gold.stage import build_gold, write_gold
-from pipelines.progress import SparkProgress, file_predicate, pending_files
-from pipelines.quality.facts import bronze_facts, ddl_facts, gold_facts, silver_facts
-from pipelines.quality.gate import GATE_RESULTS, GateFailed, GateOutcome, run_gate
-from pipelines.storage import Lakehouse, Layer, Table
+from conf.models import AppConfig
+from pipelines.bronze.stage import BronzeStage
+from pipelines.gold.stage import GoldStage
+from pipelines.progress import LakeState, SparkProgress, file_predicate
+from pipelines.quality.gate import GateFailed, GateOutcome, run_gate
+from pipelines.silver.stage import SilverStage
+from pipelines.stage import Built, Context, Stage
+from pipelines.storage import Lakehouse, TableRef, Write
+from pipelines.tables import GATE_RESULTS, QUARANTINE, Layer
 
 STAGES = ("bronze", "silver", "gold")
 EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_GATE_FAILED, EXIT_QUARANTINED = 0, 1, 2, 3, 4
@@ -52,18 +56,18 @@ EXIT_MEANINGS = {
     EXIT_QUARANTINED: "done, bad input quarantined",
 }
 
+STAGE_OBJECTS: dict[str, Callable[[], Stage[Any]]] = {
+    "bronze": BronzeStage,
+    "silver": SilverStage,
+    "gold": GoldStage,
+}
+"""Stage name -> the stage (every stage the same shape: build, gate, write)."""
+
 PROGRESS_EVERY = 10.0
 """Seconds between two looks at Spark's running jobs while a stage runs (None: never)."""
 
 UNPARSED_SHOWN = 5
 """Positions of DDL statements the replay did not understand named in the summary."""
-
-EVENTS = Table.bronze("binlog_events")
-FILES = Table.bronze("binlog_files")
-QUARANTINE_TABLE = Table.bronze("quarantine")
-GATE_TABLE = Table.quality("gate_results")
-DDL_TABLE = Table.silver("ddl_events")
-CHANGES_TABLE = Table.gold("changes")
 
 Reason = tuple[str, str, str]
 """A quarantine reason: ``(stage, code, severity)``."""
@@ -73,12 +77,10 @@ Say = Callable[[str], None]
 
 @dataclass(frozen=True)
 class DdlCoverage:
-    """How many DDL statements the schema replay understood, and where the first others are."""
+    """How many DDL statements the schema replay understood."""
 
     statements: int
     parsed: int
-    unparsed_at: list[str] = field(default_factory=list)
-    """``file_name@offset`` (``#inner_index`` inside a compressed transaction), in file order."""
 
     @property
     def share(self) -> float:
@@ -86,31 +88,8 @@ class DdlCoverage:
         return self.parsed / self.statements if self.statements else 1.0
 
     def line(self) -> str:
-        """``DDL: 12 statement(s), 11 parsed (91.7%); not parsed: mysql-bin.000003@4410``."""
-        text = f"DDL: {self.statements} statement(s), {self.parsed} parsed ({self.share:.1%})"
-        if self.unparsed_at:
-            more = self.statements - self.parsed - len(self.unparsed_at)
-            text += f"; not parsed: {', '.join(self.unparsed_at)}" + (f" (+{more} more)" if more > 0 else "")
-        return text
-
-
-def ddl_coverage(ddl_events: DataFrame, shown: int = UNPARSED_SHOWN) -> DdlCoverage:
-    """The DDL parse coverage of silver ``ddl_events`` rows (those of ``kind = 'DDL'``)."""
-    ddl = ddl_events.where(F.col("kind") == "DDL")
-    totals = ddl.agg(
-        F.count(F.lit(1)).alias("statements"),
-        F.coalesce(F.sum(F.col("ddl_parsed").cast("int")), F.lit(0)).alias("parsed"),
-    ).first()
-    unparsed = (
-        ddl.where(~F.coalesce(F.col("ddl_parsed"), F.lit(False)))
-        .orderBy("file", "offset", F.coalesce("inner_index", F.lit(-1)))
-        .select("file_name", "offset", "inner_index")
-        .limit(shown)
-        .collect()
-    )
-    positions = [f"{r.file_name}@{r.offset}" + ("" if r.inner_index is None else f"#{r.inner_index}") for r in unparsed]
-    statements, parsed = (0, 0) if totals is None else (int(totals.statements), int(totals.parsed))
-    return DdlCoverage(statements, parsed, positions)
+        """``DDL: 12 statement(s), 11 parsed (91.7%)``."""
+        return f"DDL: {self.statements} statement(s), {self.parsed} parsed ({self.share:.1%})"
 
 
 @dataclass
@@ -121,16 +100,26 @@ class RunReport:
     stages: list[str] = field(default_factory=list)
     files_built: dict[str, int] = field(default_factory=dict)
     stage_seconds: dict[str, float] = field(default_factory=dict)
+    spark_jobs: dict[str, int] = field(default_factory=dict)
+    delta_commits: dict[str, int] = field(default_factory=dict)
     events_framed: int = 0
     """Events bronze wrote (inner events of compressed transactions included)."""
     row_changes: int = 0
     """Row changes gold wrote to ``changes``."""
+    rebuilt: int = 0
+    """Files silver resolved again because the schema history changed under them."""
+    waiting: int = 0
+    """Files gold could not build because silver has not built them."""
     quarantined: Counter[Reason] = field(default_factory=Counter)
     """Quarantine rows the stages wrote, by ``(stage, code, severity)``."""
     ddl: DdlCoverage | None = None
     """DDL parse coverage of the files silver built."""
     gates: list[GateOutcome] = field(default_factory=list)
     failed_gate: str | None = None
+    bad_input: Counter[Reason] = field(default_factory=Counter)
+    """Error-severity quarantine rows of the input's files in the lakehouse, whichever run wrote them."""
+    totals: dict[str, Any] | None = None
+    """What the lakehouse holds after the run (:func:`lake_totals`)."""
     seconds: float = 0.0
 
     @property
@@ -143,7 +132,7 @@ class RunReport:
         """See the module doc."""
         if self.failed_gate is not None:
             return EXIT_GATE_FAILED
-        if self.errors_quarantined or any(g.quarantined for g in self.gates):
+        if self.errors_quarantined or self.bad_input or any(g.quarantined for g in self.gates):
             return EXIT_QUARANTINED
         return EXIT_OK
 
@@ -164,123 +153,49 @@ class _Log:
         return lambda message: self.say(f"{stage}: {message}")
 
 
-class _AnnouncingLakehouse(Lakehouse):
-    """The lakehouse, saying each table a stage wrote (a milestone per table)."""
-
-    def __init__(self, spark: SparkSession, settings: StorageSettings) -> None:
-        super().__init__(spark, settings)
-        self.say: Say | None = None
-
-    def _wrote(self, table: Table) -> None:
-        if self.say is not None and table.layer != Layer.QUALITY and not table.name.startswith("_"):
-            self.say(f"wrote {table.layer.value}.{table.name}")
-
-    def replace_where(self, df: DataFrame, table: Table, predicate: str, *, merge_schema: bool = False) -> None:
-        super().replace_where(df, table, predicate, merge_schema=merge_schema)
-        self._wrote(table)
-
-    def overwrite(self, df: DataFrame, table: Table) -> None:
-        super().overwrite(df, table)
-        self._wrote(table)
-
-    def merge(self, df: DataFrame, table: Table, keys: list[str]) -> None:
-        super().merge(df, table, keys)
-        self._wrote(table)
-
-
-@dataclass
-class _Stage:
-    """What a stage runner works with."""
-
-    spark: SparkSession
-    cfg: AppConfig
-    lake: Lakehouse
-    report: RunReport
-    say: Say
-
-
-def _gate(ctx: _Stage, gate: str, facts: dict[str, DataFrame], quarantine: DataFrame) -> DataFrame:
-    """Run ``gate``; raise :class:`GateFailed` on a ``fail`` check, else ``quarantine`` plus the gate's rows."""
-    outcome = run_gate(ctx.spark, gate, facts, ctx.cfg.quality)
-    ctx.report.gates.append(outcome)
-    ctx.lake.append(ctx.spark.createDataFrame(outcome.rows(ctx.report.run_id), GATE_RESULTS), GATE_TABLE)
+def _gate(ctx: Context, stage: str, out: Built, report: RunReport) -> None:
+    """Run the stage's gate on its facts: raise :class:`GateFailed` on a ``fail`` check, else add
+    the quarantine rows a failed ``quarantine`` check asks for."""
+    outcome = run_gate(stage, out.facts, ctx.cfg.quality)
+    report.gates.append(outcome)
     failing = [f"{r.rule.name} ({action})" for r, action in outcome.results if not r.success]
     ctx.say(f"gate: {len(outcome.results)} check(s), " + (f"failed: {', '.join(failing)}" if failing else "all pass"))
     if outcome.failed:
-        ctx.report.failed_gate = gate
-        raise GateFailed(f"{gate} gate failed: {', '.join(outcome.failed)} (see {ctx.lake.qualified_name(GATE_TABLE)})")
-    rows = outcome.quarantine_rows()
-    if not rows:
-        return quarantine
-    return quarantine.unionByName(ctx.spark.createDataFrame(rows, QUARANTINE))
+        report.failed_gate = stage
+        raise GateFailed(f"{stage} gate failed: {', '.join(outcome.failed)} (see the gate_results table)")
+    rows = outcome.quarantine_rows(ctx.run_id)
+    if rows:
+        extra = ctx.spark.createDataFrame([tuple(r[n] for n in QUARANTINE.names) for r in rows], QUARANTINE.schema)
+        out.quarantine = extra if out.quarantine is None else out.quarantine.unionByName(extra)
+        out.extra_quarantine = len(rows)
 
 
-def _count_quarantine(ctx: _Stage, quarantine: DataFrame) -> None:
+def _count_quarantine(report: RunReport, out: Built) -> None:
     """Add the quarantine rows a stage is about to write to the report, by reason."""
-    for row in quarantine.groupBy("stage", "code", "severity").count().collect():
-        ctx.report.quarantined[(row.stage, row.code, row.severity)] += row["count"]
+    if out.reasons is not None and not out.extra_quarantine:
+        report.quarantined.update(out.reasons)
+        return
+    if out.quarantine is None:
+        return
+    for row in out.quarantine.groupBy("stage", "code", "severity").count().collect():
+        report.quarantined[(row.stage, row.code, row.severity)] += row["count"]
 
 
-def _bronze(ctx: _Stage) -> int:
-    out = build_bronze(ctx.spark, ctx.cfg, ctx.lake, say=ctx.say)
-    try:
-        if out.files:
-            facts = {"files": bronze_facts(out.events, out.binlog_files, out.resumed)}
-            out.quarantine = _gate(ctx, "bronze", facts, out.quarantine)
-            ctx.report.events_framed += out.events.count()
-            _count_quarantine(ctx, out.quarantine)
-        write_bronze(ctx.lake, out)
-    finally:
-        out.unpersist()
-    return len(out.files)
+def _write_gate_results(ctx: Context, report: RunReport) -> None:
+    """One append of every gate result of the run."""
+    now = datetime.now(UTC)
+    rows = [
+        (*(row[n] for n in GATE_RESULTS.names if n != "checked_at"), now)
+        for g in report.gates
+        for row in g.rows(ctx.run_id)
+    ]
+    if rows:
+        frame = ctx.spark.createDataFrame(rows, GATE_RESULTS.schema)
+        ctx.lake.write(Write(GATE_RESULTS, frame, mode="append"))
 
 
-def _silver(ctx: _Stage) -> int:
-    try:
-        from pipelines.silver.stage import build_silver, write_silver  # noqa: PLC0415 (optional layer)
-    except ImportError as exc:
-        ctx.say(f"skipped, the silver stage is not available ({exc})")
-        return 0
-    ctx.say(f"{len(pending_files(ctx.lake, Layer.SILVER))} file(s) pending")
-    out = build_silver(ctx.spark, ctx.cfg, ctx.lake)
-    try:
-        if out.files:
-            events = ctx.lake.read_or_empty(EVENTS, BINLOG_EVENTS).where(file_predicate(out.files))
-            facts = {
-                "files": silver_facts(events, out.table_maps, out.table_id_lifecycle),
-                "run": ddl_facts(out.ddl_events),
-            }
-            out.quarantine = _gate(ctx, "silver", facts, out.quarantine)
-            ctx.report.ddl = ddl_coverage(out.ddl_events)
-            _count_quarantine(ctx, out.quarantine)
-        write_silver(ctx.lake, out)
-    finally:
-        out.unpersist()
-    return len(out.files)
-
-
-def _gold(ctx: _Stage) -> int:
-    ctx.say(f"{len(pending_files(ctx.lake, Layer.GOLD))} file(s) pending")
-    out = build_gold(ctx.spark, ctx.cfg, ctx.lake)
-    try:
-        if out.files:
-            events = ctx.lake.read_or_empty(EVENTS, BINLOG_EVENTS).where(file_predicate(out.files))
-            facts = {"files": gold_facts(events, out.changes, out.quarantine)}
-            out.quarantine = _gate(ctx, "gold", facts, out.quarantine)
-            ctx.report.row_changes += out.changes.count()
-            _count_quarantine(ctx, out.quarantine)
-            ctx.say(f"writing changes and {len(out.tables)} typed table(s)")
-        write_gold(ctx.lake, out)
-    finally:
-        out.unpersist()
-    return len(out.files)
-
-
-RUNNERS: dict[str, Callable[[_Stage], int]] = {
-    "bronze": _bronze,
-    "silver": _silver,
-    "gold": _gold,
-}
+def _jobs_of(spark: SparkSession, group: str) -> int:
+    return len(spark.sparkContext.statusTracker().getJobIdsForGroup(group))
 
 
 def run(
@@ -290,6 +205,7 @@ def run(
     *,
     err: TextIO | None = None,
     progress_every: float | None = PROGRESS_EVERY,
+    run_id: str | None = None,
 ) -> RunReport:
     """Run ``stages`` in order; a failed gate stops the run (``report.failed_gate``).
 
@@ -300,29 +216,83 @@ def run(
     >>> run(spark, cfg).exit_code
     0
     """
-    report = RunReport(run_id=uuid.uuid4().hex)
+    report = RunReport(run_id=run_id or uuid.uuid4().hex)
     log = _Log(sys.stderr if err is None else err)
-    lake = _AnnouncingLakehouse(spark, cfg.storage)
+    current: dict[str, Say] = {}
+
+    def wrote(table: TableRef) -> None:
+        if table.layer not in (Layer.QUALITY, Layer.STATE) and "say" in current:
+            current["say"](f"wrote {table.layer.value}.{table.name}")
+
+    lake = Lakehouse(spark, cfg.storage, on_write=wrote)
+    ctx = Context(spark, cfg, lake, report.run_id)
     tracker = spark.sparkContext.statusTracker()
     started = time.monotonic()
-    for stage in stages:
-        say = log.for_stage(stage)
-        lake.say = say
-        say("started")
-        stage_start = time.monotonic()
-        try:
-            with SparkProgress(tracker, say, progress_every):
-                report.files_built[stage] = RUNNERS[stage](_Stage(spark, cfg, lake, report, say))
-        except GateFailed as exc:
-            say(str(exc))
-            break
-        finally:
-            report.stage_seconds[stage] = time.monotonic() - stage_start
-        report.stages.append(stage)
-        say(f"{report.files_built[stage]} file(s) built in {report.stage_seconds[stage]:.1f}s")
-    lake.say = None
-    report.seconds = time.monotonic() - started
+    try:
+        for name in stages:
+            stage = STAGE_OBJECTS[name]()
+            say = log.for_stage(name)
+            current["say"] = ctx.say = say
+            say("started")
+            stage_start, commits = time.monotonic(), lake.commits
+            group = f"{report.run_id}:{name}"
+            spark.sparkContext.setJobGroup(group, f"binlog-lakehouse {name}", interruptOnCancel=True)
+            out: Built | None = None
+            try:
+                with SparkProgress(tracker, say, progress_every):
+                    out = stage.build(ctx)
+                    if out.files:
+                        _gate(ctx, name, out, report)
+                        _count_quarantine(report, out)
+                    stage.write(ctx, out)
+            except GateFailed as exc:
+                say(str(exc))
+                break
+            finally:
+                if out is not None:
+                    out.release()
+                report.stage_seconds[name] = time.monotonic() - stage_start
+                report.spark_jobs[name] = _jobs_of(spark, group)
+                report.delta_commits[name] = lake.commits - commits
+            assert out is not None
+            report.stages.append(name)
+            report.files_built[name] = len(out.files)
+            report.events_framed += out.counts.get("events_framed", 0)
+            report.row_changes += out.counts.get("row_changes", 0)
+            report.rebuilt += out.counts.get("rebuilt", 0)
+            report.waiting = len(getattr(out, "waiting", []))
+            if "ddl_statements" in out.counts:
+                report.ddl = DdlCoverage(out.counts["ddl_statements"], out.counts["ddl_parsed"])
+            say(f"{len(out.files)} file(s) built in {report.stage_seconds[name]:.1f}s")
+    finally:
+        current.pop("say", None)
+        spark.sparkContext.setJobGroup(f"{report.run_id}:end", "binlog-lakehouse end of run")
+        _write_gate_results(ctx, report)
+        report.bad_input = bad_input(ctx)
+        report.totals = lake_totals(ctx.state)
+        report.seconds = time.monotonic() - started
+        report.spark_jobs["end"] = _jobs_of(spark, f"{report.run_id}:end")
+        spark.sparkContext.setLocalProperty("spark.jobGroup.id", None)  # type: ignore[arg-type]
     return report
+
+
+def bad_input(ctx: Context) -> Counter[Reason]:
+    """Error-severity quarantine rows of the input's files (every file bronze knows that is still
+    listed), by reason, whichever run wrote them."""
+    lake = ctx.lake
+    if not lake.exists(QUARANTINE):
+        return Counter()
+    files = list(ctx.state.files())
+    if not files:
+        return Counter()
+    rows = (
+        lake.read(QUARANTINE)
+        .where((F.col("severity") == "error") & F.expr(file_predicate(files)))
+        .groupBy("stage", "code", "severity")
+        .agg(F.count(F.lit(1)).alias("n"))
+        .collect()
+    )
+    return Counter({(r.stage, r.code, r.severity): int(r.n) for r in rows})
 
 
 def _quarantine_lines(reasons: Counter[Reason], indent: str) -> list[str]:
@@ -338,14 +308,34 @@ def _quarantine_lines(reasons: Counter[Reason], indent: str) -> list[str]:
     ]
 
 
+def lake_totals(state: LakeState) -> dict[str, Any]:
+    """What the lakehouse holds, from ``binlog_files`` and the progress rows (no table is scanned)."""
+    files = state.files()
+    by_status = Counter(row["status"] for row in files.values())
+    gold = state.progress(Layer.GOLD)
+    silver = state.progress(Layer.SILVER)
+    per_table: Counter[str] = Counter()
+    for row in gold.values():
+        per_table.update(row.get("counts") or {})
+    return {
+        "files": dict(by_status),
+        "events": sum(int(row["event_count"] or 0) for row in files.values() if row["status"] != "duplicate"),
+        "row_changes": dict(per_table),
+        "ddl": DdlCoverage(
+            sum(int((row.get("counts") or {}).get("ddl_statements", 0)) for f, row in silver.items() if f in files),
+            sum(int((row.get("counts") or {}).get("ddl_parsed", 0)) for f, row in silver.items() if f in files),
+        ),
+    }
+
+
 def summary(spark: SparkSession, cfg: AppConfig, report: RunReport) -> str:
     """The end-of-run summary: first what this run did, then what the lakehouse holds after it.
 
-    This run: files built per stage and time, events framed, row changes decoded, quarantine rows
-    written with their reasons, DDL parse coverage, every gate result. The lakehouse (all runs so
-    far): files by status, events, row changes per table, quarantine by reason, DDL parse coverage.
+    This run: files built per stage and time, Spark jobs and Delta commits, events framed, row
+    changes decoded, quarantine rows written with their reasons, DDL parse coverage, every gate
+    result. The lakehouse (all runs so far): files by status, events, row changes per gold table,
+    DDL parse coverage, and the bad input its files carry (what exit code 4 is about).
     """
-    lake = Lakehouse(spark, cfg.storage)
     code = report.exit_code
     lines = [
         f"binlog-lakehouse run {report.run_id}: stages {', '.join(report.stages) or 'none'} "
@@ -353,37 +343,47 @@ def summary(spark: SparkSession, cfg: AppConfig, report: RunReport) -> str:
         "  this run:",
         f"    built now: {_pairs(report.files_built)}; time: "
         + _pairs({stage: f"{seconds:.1f}s" for stage, seconds in report.stage_seconds.items()}),
+        f"    Spark jobs: {_pairs(report.spark_jobs)}; Delta commits: {_pairs(report.delta_commits)}",
         f"    events framed: {report.events_framed}",
         f"    row changes decoded: {report.row_changes}",
         *_quarantine_lines(report.quarantined, "    "),
     ]
+    if report.rebuilt:
+        lines.append(f"    files resolved again (schema history changed): {report.rebuilt}")
+    if report.waiting:
+        lines.append(f"    files waiting for silver: {report.waiting}")
     if report.ddl is not None:
         lines.append(f"    {report.ddl.line()}")
     for gate in report.gates:
         for result, action in gate.results:
             mark = "ok" if result.success else f"FAILED ({action})"
             lines.append(f"    gate {gate.gate}/{result.rule.name}: {mark}; {result.observed}")
-
+    totals = report.totals or lake_totals(LakeState(Lakehouse(spark, cfg.storage)))
     lines.append("  lakehouse (all runs):")
-    files = lake.read_or_empty(FILES, BINLOG_FILES)
-    by_status = {r.status: r["count"] for r in files.groupBy("status").count().collect()}
-    lines.append(f"    files: {sum(by_status.values())} ({_pairs(by_status)})")
-    lines.append(f"    events: {lake.read_or_empty(EVENTS, BINLOG_EVENTS).count()}")
-    if lake.exists(CHANGES_TABLE):
-        per_table = lake.read(CHANGES_TABLE).groupBy("schema_name", "table_name").count()
-        rows = per_table.orderBy("schema_name", "table_name").collect()
-        lines.append(f"    row changes: {sum(r['count'] for r in rows)} in {len(rows)} table(s)")
-        lines += [f"      {r.schema_name}.{r.table_name}: {r['count']}" for r in rows]
-    quarantine = lake.read_or_empty(QUARANTINE_TABLE, QUARANTINE)
-    reasons = quarantine.groupBy("stage", "code", "severity").agg(F.count(F.lit(1)).alias("n")).collect()
-    lines += _quarantine_lines(Counter({(r.stage, r.code, r.severity): r.n for r in reasons}), "    ")
-    if lake.exists(DDL_TABLE):
-        lines.append(f"    {ddl_coverage(lake.read(DDL_TABLE)).line()}")
+    lines.append(f"    files: {sum(totals['files'].values())} ({_pairs(totals['files'])})")
+    lines.append(f"    events: {totals['events']}")
+    rows = totals["row_changes"]
+    lines.append(f"    row changes: {sum(rows.values())} in {len(rows)} table(s)")
+    lines += [f"      {name}: {n}" for name, n in sorted(rows.items())]
+    lines.append(f"    {totals['ddl'].line()}")
+    bad = report.bad_input
+    lines.append(f"    bad input (error-severity quarantine rows of its files): {sum(bad.values())}")
+    lines += [f"      {stage} {code}: {n}" for (stage, code, _severity), n in sorted(bad.items())]
     return "\n".join(lines)
 
 
 def _pairs(counts: dict[str, Any]) -> str:
     return ", ".join(f"{k} {v}" for k, v in sorted(counts.items())) or "none"
+
+
+def ddl_frame_coverage(ddl_events: DataFrame) -> DdlCoverage:
+    """The DDL parse coverage of ``ddl_events`` rows (those of ``kind = 'DDL'``)."""
+    ddl = ddl_events.where(F.col("kind") == "DDL")
+    totals = ddl.agg(
+        F.count(F.lit(1)).alias("statements"),
+        F.coalesce(F.sum(F.col("ddl_parsed").cast("int")), F.lit(0)).alias("parsed"),
+    ).first()
+    return DdlCoverage(0, 0) if totals is None else DdlCoverage(int(totals.statements), int(totals.parsed))
 
 
 __all__ = [
@@ -396,7 +396,9 @@ __all__ = [
     "STAGES",
     "DdlCoverage",
     "RunReport",
-    "ddl_coverage",
+    "bad_input",
+    "ddl_frame_coverage",
+    "lake_totals",
     "run",
     "summary",
 ]

@@ -1,18 +1,24 @@
 """All Delta Lake I/O of the pipeline: where each table lives, how it is written and registered.
 
 Every table has a layer (its catalog database and its folder under the lakehouse root) and a
-name.  Stages read and write through a :class:`Lakehouse`, never through paths of their own::
+name, declared once in :mod:`pipelines.tables`.  Stages read and write through a
+:class:`Lakehouse`, never through paths of their own::
 
     lake = Lakehouse(spark, cfg.storage)
-    lake.replace_where(events, Table.bronze("binlog_events"), "file IN ('s3a://b/mysql-bin.000001')")
+    lake.write(Write(BINLOG_EVENTS, events, replace="file IN ('s3a://b/mysql-bin.000001')"))
     spark.table("binlog_bronze.binlog_events")   # registered in the catalog as well
 
-Writes are idempotent by construction: ``replace_where`` swaps exactly the rows a predicate
-selects (a re-run writes the same rows again instead of adding them), ``merge`` upserts on
-keys, and each is one Delta commit, so a run killed mid-write leaves the previous version.
+Writes are idempotent by construction: a ``replace`` write swaps exactly the rows a predicate
+selects (a re-run writes the same rows again instead of adding them), a ``merge`` upserts on
+the table's key, and each is one Delta commit, so a run killed mid-write leaves the previous
+version.  :meth:`Lakehouse.write_all` runs independent writes side by side (each one Delta
+commit, several Spark jobs at once): most of a small write is fixed cost on the driver.
 
-Tables are registered as external tables by location; with a catalog that outlives the session
-(``spark.catalog: hive``) analysts query them by name from any later session.
+Tables are registered as external tables by location, once: the registrations made are
+remembered in ``<root>/_state/registered.json`` (with the catalog they were made in), so a run
+that creates no table touches no catalog; with a catalog that outlives the session
+(``spark.catalog: hive``) analysts query them by name from any later session.  Bookkeeping
+tables (layer ``_state``) are never registered.
 
 Input files are read by Python tasks, not by Spark: local paths with ``open``, object stores
 through ``pyarrow.fs``, configured from the same Hadoop settings Spark uses (see
@@ -25,20 +31,23 @@ through ``pyarrow.fs``, configured from the same Hadoop settings Spark uses (see
 from __future__ import annotations
 
 import functools
+import json
 import re
-from collections.abc import Callable, Mapping
+import threading
+from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from enum import StrEnum
-from typing import BinaryIO, cast
+from typing import BinaryIO, Literal, Protocol, cast
 from urllib.parse import SplitResult, quote, urlsplit
 
 import pyarrow as pa
 from delta.tables import DeltaTable
 from pyarrow import fs as pafs
 from pyspark.sql import DataFrame, SparkSession
-from pyspark.sql.types import StructType
+from pyspark.util import inheritable_thread_target
 
 from conf import StorageSettings
+from pipelines.tables import Layer, TableSpec, conform
 
 
 @dataclass
@@ -64,44 +73,45 @@ class Persisted:
         self.frames.clear()
 
 
-class Layer(StrEnum):
-    """The medallion layers, plus the quality-gate results."""
+class TableRef(Protocol):
+    """Anything naming a table: a :class:`pipelines.tables.TableSpec` or a :class:`Table`."""
 
-    BRONZE = "bronze"
-    SILVER = "silver"
-    GOLD = "gold"
-    QUALITY = "quality"
+    @property
+    def layer(self) -> Layer: ...
+
+    @property
+    def name(self) -> str: ...
 
 
 @dataclass(frozen=True, slots=True)
 class Table:
-    """A table of one layer: ``Table.silver("table_maps")``."""
+    """A table of one layer named at run time: ``Table(Layer.GOLD, "shop__orders")``."""
 
     layer: Layer
     name: str
 
-    @classmethod
-    def bronze(cls, name: str) -> Table:
-        """A bronze table."""
-        return cls(Layer.BRONZE, name)
 
-    @classmethod
-    def silver(cls, name: str) -> Table:
-        """A silver table."""
-        return cls(Layer.SILVER, name)
+Mode = Literal["replace", "merge", "overwrite", "append"]
 
-    @classmethod
-    def gold(cls, name: str) -> Table:
-        """A gold table."""
-        return cls(Layer.GOLD, name)
 
-    @classmethod
-    def quality(cls, name: str) -> Table:
-        """A quality-gate table."""
-        return cls(Layer.QUALITY, name)
+@dataclass
+class Write:
+    """One write of a frame to a table: one Delta commit.
+
+    ``replace``: a SQL predicate; the rows it selects are swapped for ``frame`` (whose rows must
+    match it). ``mode`` ``merge`` upserts on the spec's key, ``overwrite`` replaces the whole
+    table, ``append`` adds (only for rows unique by construction, such as run logs).
+    """
+
+    spec: TableSpec
+    frame: DataFrame
+    replace: str | None = None
+    mode: Mode = "replace"
+    merge_schema: bool = False
 
 
 _REGEX_SPECIAL = re.compile(r"([.^$+?()\[\]{}\\])")
+REGISTERED_FILE = "registered.json"
 
 
 def _quote(identifier: str) -> str:
@@ -109,114 +119,192 @@ def _quote(identifier: str) -> str:
 
 
 class Lakehouse:
-    """Reads, writes and registers the pipeline's Delta tables below ``settings.root``."""
+    """Reads, writes and registers the pipeline's Delta tables below ``settings.root``.
 
-    def __init__(self, spark: SparkSession, settings: StorageSettings) -> None:
+    ``on_write`` is told each table written (progress lines); ``commits`` counts the Delta
+    commits this object made.
+    """
+
+    def __init__(
+        self, spark: SparkSession, settings: StorageSettings, on_write: Callable[[TableRef], None] | None = None
+    ) -> None:
         self.spark = spark
         self.settings = settings
-        self._registered: set[Table] = set()
+        self.on_write = on_write
+        self.commits = 0
+        self._registered: dict[str, str] | None = None
+        self._lock = threading.Lock()
 
-    def path(self, table: Table) -> str:
+    @property
+    def root(self) -> str:
+        """The lakehouse root, without a trailing slash."""
+        return self.settings.root.rstrip("/")
+
+    def path(self, table: TableRef) -> str:
         """``<root>/<layer>/<name>``."""
-        return f"{self.settings.root.rstrip('/')}/{table.layer.value}/{table.name}"
+        return f"{self.root}/{table.layer.value}/{table.name}"
 
     def database(self, layer: Layer) -> str:
         """The catalog database of a layer."""
-        return {
+        databases = {
             Layer.BRONZE: self.settings.bronze_database,
             Layer.SILVER: self.settings.silver_database,
             Layer.GOLD: self.settings.gold_database,
             Layer.QUALITY: self.settings.quality_database,
-        }[layer]
+        }
+        if layer not in databases:
+            raise ValueError(f"layer {layer.value} is not registered in a catalog database")
+        return databases[layer]
 
-    def qualified_name(self, table: Table) -> str:
+    def qualified_name(self, table: TableRef) -> str:
         """``database.table`` as analysts query it (quoted)."""
         return f"{_quote(self.database(table.layer))}.{_quote(table.name)}"
 
-    def exists(self, table: Table) -> bool:
+    def exists(self, table: TableRef) -> bool:
         """True when the table's folder holds a Delta table."""
         return bool(DeltaTable.isDeltaTable(self.spark, self.path(table)))
 
-    def read(self, table: Table) -> DataFrame:
+    def read(self, table: TableRef) -> DataFrame:
         """The table's current version (it must exist)."""
         return self.spark.read.format("delta").load(self.path(table))
 
-    def read_or_empty(self, table: Table, schema: StructType) -> DataFrame:
-        """The table, or an empty frame of ``schema`` before its first write."""
-        if self.exists(table):
-            return self.read(table)
-        return self.spark.createDataFrame([], schema)
+    def read_or_empty(self, spec: TableSpec) -> DataFrame:
+        """The table, or an empty frame of its schema before its first write."""
+        if self.exists(spec):
+            return self.read(spec)
+        return self.spark.createDataFrame([], spec.schema)
+
+    def _filesystem(self, path: str) -> tuple[object, object]:
+        jvm = self.spark.sparkContext._jvm
+        assert jvm is not None
+        hadoop_path = jvm.org.apache.hadoop.fs.Path(path)
+        return hadoop_path, hadoop_path.getFileSystem(self.spark.sparkContext._jsc.hadoopConfiguration())
 
     def tables(self, layer: Layer) -> list[str]:
         """Names of the Delta tables of a layer that exist on storage."""
-        root = f"{self.settings.root.rstrip('/')}/{layer.value}"
-        jvm = self.spark.sparkContext._jvm
-        assert jvm is not None
-        hadoop_path = jvm.org.apache.hadoop.fs.Path(root)
-        fs = hadoop_path.getFileSystem(self.spark.sparkContext._jsc.hadoopConfiguration())
-        if not fs.exists(hadoop_path):
+        hadoop_path, fs = self._filesystem(f"{self.root}/{layer.value}")
+        if not fs.exists(hadoop_path):  # type: ignore[attr-defined]
             return []
-        names = [status.getPath().getName() for status in fs.listStatus(hadoop_path) if status.isDirectory()]
+        names = [status.getPath().getName() for status in fs.listStatus(hadoop_path) if status.isDirectory()]  # type: ignore[attr-defined]
         return sorted(name for name in names if self.exists(Table(layer, name)))
 
-    def append(self, df: DataFrame, table: Table, *, merge_schema: bool = False) -> None:
-        """Append rows (only for tables whose rows are unique by construction, e.g. run logs)."""
-        writer = df.write.format("delta").mode("append")
-        if merge_schema:
-            writer = writer.option("mergeSchema", "true")
-        writer.save(self.path(table))
-        self.register(table)
+    def write(self, write: Write) -> None:
+        """One write (see :class:`Write`): the frame conformed to its spec, then registered."""
+        spec, frame = write.spec, write.frame.transform(conform(write.spec))
+        path = self.path(spec)
+        exists = self.exists(spec)
+        if write.mode == "merge" and exists:
+            condition = " AND ".join(f"t.{_quote(k)} <=> s.{_quote(k)}" for k in spec.key)
+            target = DeltaTable.forPath(self.spark, path).alias("t")
+            target.merge(frame.alias("s"), condition).whenMatchedUpdateAll().whenNotMatchedInsertAll().execute()
+        else:
+            writer = frame.write.format("delta")
+            if not exists:
+                writer = writer.mode("append")
+                if spec.partition_by:
+                    writer = writer.partitionBy(*spec.partition_by)
+            elif write.mode == "overwrite":
+                writer = writer.mode("overwrite").option("overwriteSchema", "true")
+            elif write.mode == "replace":
+                writer = writer.mode("overwrite").option("replaceWhere", write.replace or "false")
+            else:
+                writer = writer.mode("append")
+            if write.merge_schema:
+                writer = writer.option("mergeSchema", "true")
+            writer.save(path)
+        with self._lock:
+            self.commits += 1
+        if not exists:
+            self.register([spec])
+        if self.on_write is not None:
+            self.on_write(spec)
 
-    def overwrite(self, df: DataFrame, table: Table) -> None:
-        """Replace the whole table (derived tables rebuilt from their inputs), schema included."""
-        df.write.format("delta").mode("overwrite").option("overwriteSchema", "true").save(self.path(table))
-        self.register(table)
+    def write_all(self, writes: Sequence[Write], *, parallel: int = 4) -> None:
+        """Several independent writes, up to ``parallel`` at a time; every one is done when this returns.
 
-    def replace_where(self, df: DataFrame, table: Table, predicate: str, *, merge_schema: bool = False) -> None:
-        """Atomically replace the rows matching ``predicate`` with ``df`` (whose rows must match it).
-
-        Writing the same ``df`` twice leaves the table as after the first write: this is how
-        every stage stays idempotent.  The first write creates the table.
+        The first failure is raised once the others have ended (each write is whole or absent).
         """
-        writer = df.write.format("delta")
-        if self.exists(table):
-            writer = writer.mode("overwrite").option("replaceWhere", predicate)
-        else:
-            writer = writer.mode("append")
-        if merge_schema:
-            writer = writer.option("mergeSchema", "true")
-        writer.save(self.path(table))
-        self.register(table)
+        if len(writes) <= 1 or parallel <= 1:
+            for write in writes:
+                self.write(write)
+            return
+        with ThreadPoolExecutor(max_workers=parallel, thread_name_prefix="delta-write") as pool:
+            futures = [pool.submit(inheritable_thread_target(self.write), write) for write in writes]
+        for future in futures:
+            future.result()
 
-    def merge(self, df: DataFrame, table: Table, keys: list[str]) -> None:
-        """Upsert ``df`` on ``keys``: matching rows are updated, new ones inserted."""
-        if not self.exists(table):
-            df.write.format("delta").mode("append").save(self.path(table))
-        else:
-            condition = " AND ".join(f"t.{_quote(k)} <=> s.{_quote(k)}" for k in keys)
-            (
-                DeltaTable.forPath(self.spark, self.path(table))
-                .alias("t")
-                .merge(df.alias("s"), condition)
-                .whenMatchedUpdateAll()
-                .whenNotMatchedInsertAll()
-                .execute()
+    # -- catalog ---------------------------------------------------------------------------------
+
+    def _catalog_identity(self) -> str:
+        conf = self.spark.conf
+        return "|".join(
+            str(conf.get(key, "") or "")
+            for key in (
+                "spark.sql.catalogImplementation",
+                "spark.hadoop.javax.jdo.option.ConnectionURL",
+                "spark.sql.warehouse.dir",
             )
-        self.register(table)
+        )
 
-    def register(self, table: Table) -> None:
-        """Make ``database.table`` point at the table's location (once per session and table).
+    def _registered_file(self) -> str:
+        return f"{self.root}/{Layer.STATE.value}/{REGISTERED_FILE}"
+
+    def registered(self) -> dict[str, str]:
+        """``database.table -> location`` registered from this lakehouse in the current catalog."""
+        if self._registered is None:
+            hadoop_path, fs = self._filesystem(self._registered_file())
+            known: dict[str, str] = {}
+            if fs.exists(hadoop_path):  # type: ignore[attr-defined]
+                stream = fs.open(hadoop_path)  # type: ignore[attr-defined]
+                try:
+                    jvm = self.spark.sparkContext._jvm
+                    assert jvm is not None
+                    text = jvm.org.apache.commons.io.IOUtils.toString(stream, "UTF-8")
+                finally:
+                    stream.close()
+                data = json.loads(str(text))
+                if data.get("catalog") == self._catalog_identity():
+                    known = dict(data.get("tables", {}))
+            self._registered = known
+        return self._registered
+
+    def _remember(self, known: dict[str, str]) -> None:
+        hadoop_path, fs = self._filesystem(self._registered_file())
+        body = json.dumps({"catalog": self._catalog_identity(), "tables": known}, indent=1, sort_keys=True)
+        out = fs.create(hadoop_path, True)  # type: ignore[attr-defined]
+        try:
+            out.write(bytearray(body.encode("utf-8")))
+        finally:
+            out.close()
+
+    def register(self, tables: Sequence[TableRef], *, force: bool = False) -> None:
+        """Make ``database.table`` point at each table's location, unless already done from here.
 
         A name already registered at another location (a persistent catalog shared by two
         lakehouse roots, or one that moved) is dropped and registered again here, so the name
         always reads this lakehouse; dropping an external table leaves its files alone. A name
-        held by a managed table is an error (dropping it would delete its data).
+        held by a managed table is an error (dropping it would delete its data).  ``force``
+        checks the catalog even for tables remembered as registered.
         """
-        if not self.settings.register_tables or table in self._registered:
+        if not self.settings.register_tables:
             return
-        database = self.database(table.layer)
-        if not any(done.layer == table.layer for done in self._registered):
-            self.spark.sql(f"CREATE DATABASE IF NOT EXISTS {_quote(database)}")
+        with self._lock:
+            known = dict(self.registered())
+            todo = [t for t in tables if t.layer != Layer.STATE and (force or known.get(self._key(t)) != self.path(t))]
+            if not todo:
+                return
+            for layer in sorted({t.layer for t in todo}):
+                self.spark.sql(f"CREATE DATABASE IF NOT EXISTS {_quote(self.database(layer))}")
+            for table in todo:
+                self._register_one(table)
+                known[self._key(table)] = self.path(table)
+            self._remember(known)
+            self._registered = known
+
+    def _key(self, table: TableRef) -> str:
+        return f"{self.database(table.layer)}.{table.name}"
+
+    def _register_one(self, table: TableRef) -> None:
         name = self.qualified_name(table)
         location = self.path(table)
         entry = self._catalog_entry(table)
@@ -231,9 +319,8 @@ class Lakehouse:
                 self.spark.sql(f"DROP TABLE {name}")
         escaped = location.replace("\\", "\\\\").replace("'", "\\'")
         self.spark.sql(f"CREATE TABLE IF NOT EXISTS {name} USING DELTA LOCATION '{escaped}'")
-        self._registered.add(table)
 
-    def _catalog_entry(self, table: Table) -> tuple[str, str | None] | None:
+    def _catalog_entry(self, table: TableRef) -> tuple[str, str | None] | None:
         """The type (``EXTERNAL``, ``MANAGED``, ...) and location the catalog holds for ``table``, if any.
 
         Read from the catalog's own record (``SHOW TABLE EXTENDED``), which, unlike ``tableExists``
@@ -254,11 +341,8 @@ class Lakehouse:
 
     def _qualified(self, path: str) -> str:
         """``path`` as the catalog writes locations (``/x`` -> ``file:/x``)."""
-        jvm = self.spark.sparkContext._jvm
-        assert jvm is not None
-        hadoop_path = jvm.org.apache.hadoop.fs.Path(path)
-        fs = hadoop_path.getFileSystem(self.spark.sparkContext._jsc.hadoopConfiguration())
-        return str(fs.makeQualified(hadoop_path).toString()).rstrip("/")
+        hadoop_path, fs = self._filesystem(path)
+        return str(fs.makeQualified(hadoop_path).toString()).rstrip("/")  # type: ignore[attr-defined]
 
 
 # Reading input files from Python tasks ----------------------------------------------------------
@@ -615,8 +699,11 @@ __all__ = [
     "ArrowTarget",
     "Lakehouse",
     "Layer",
+    "Persisted",
     "Table",
+    "TableRef",
     "UnsupportedSchemeError",
+    "Write",
     "arrow_target",
     "azure_filesystem_kwargs",
     "gcs_filesystem_kwargs",

@@ -35,7 +35,7 @@ from binlog_core.charsets import decode_text
 from binlog_core.compression import inflate_mariadb
 from binlog_core.constants import EventType, Flavor
 from binlog_core.cursor import Cursor
-from binlog_core.errors import MalformedError
+from binlog_core.errors import BinlogError, MalformedError
 from binlog_core.event import Event
 from binlog_core.events.common import Decoder, name_text
 from binlog_core.events.gtid import MariaDBGtidExtraFlags
@@ -128,6 +128,7 @@ class StatusVars:
 Values = dict[str, Any]
 StatusReader = Callable[[Cursor, Values], None]
 
+_U16 = Struct("<H")
 _U16x2 = Struct("<HH")
 _U16x3 = Struct("<HHH")
 
@@ -451,6 +452,53 @@ def decode_query_parts(event: Event) -> QueryParts:
 def decode_query(event: Event) -> QueryEvent:
     """QUERY and QUERY_COMPRESSED (see the module docstring for the layout)."""
     return decode_query_parts(event).query
+
+
+_KIND_PREFIX = 512
+"""Statement bytes :func:`statement_kind` looks at (what :func:`classify_statement` reads)."""
+
+
+def _statement_prefix(event: Event) -> bytes | None:
+    """The first bytes of a QUERY-shaped event's statement, found without decoding the status
+    variables (inflated for QUERY_COMPRESSED); None when the body is too short for the layout or
+    a compressed statement does not inflate."""
+    body = event.body
+    post_header_len = event.fde.post_header_len(event.type_code) or QUERY_HEADER_MINIMAL_LEN + 2
+    if len(body) < post_header_len or post_header_len < QUERY_HEADER_MINIMAL_LEN:
+        return None
+    status_vars_len = _U16.unpack_from(body, 11)[0] if post_header_len > QUERY_HEADER_MINIMAL_LEN else 0
+    start = post_header_len + status_vars_len + body[8] + 1
+    if start > len(body):
+        return None
+    if event.type_code == EventType.QUERY_COMPRESSED:
+        try:
+            return inflate_mariadb(body[start:])[:_KIND_PREFIX]
+        except BinlogError:
+            return None
+    return body[start : start + _KIND_PREFIX]
+
+
+def statement_kind(event: Event) -> StatementKind | None:
+    """The kind of a QUERY-shaped event's statement, without decoding its status variables.
+
+    Reads ``db_len`` and ``status_vars_len`` from the post-header, skips both blocks and
+    classifies the statement's first bytes; ``None`` when the body is too short for the layout or
+    a compressed statement does not inflate.  Transaction boundaries are read from this
+    (:mod:`binlog_core.sequence`): the same answer whether or not the rest of the event decodes.
+    """
+    prefix = _statement_prefix(event)
+    return None if prefix is None else classify_statement(prefix)
+
+
+def opens_transaction(kind: StatementKind | None, event: Event) -> bool:
+    """Whether a statement of ``kind`` opens a transaction: ``BEGIN``/``START TRANSACTION``, or
+    ``XA START``/``XA BEGIN`` (read from the statement's first bytes, as :func:`statement_kind`)."""
+    if kind is StatementKind.BEGIN:
+        return True
+    if kind is not StatementKind.XA:
+        return False
+    prefix = _statement_prefix(event) or b""
+    return _words(prefix.decode("latin-1"), 2)[1:] in (["START"], ["BEGIN"])
 
 
 QUERY_DECODERS: Final[dict[int, Decoder]] = {

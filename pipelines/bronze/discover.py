@@ -1,44 +1,56 @@
 """Which binlog files bronze has to (re)frame, and from where.
 
-Files are listed with Spark's ``binaryFile`` source (``pathGlobFilter``, ``recursiveFileLookup``
-and ``modifiedAfter`` from ``cfg.input``), selecting only ``path``, ``modificationTime`` and
-``length``: without ``content`` Spark does not read the files' bytes.  Each listed file is then
-compared with its ``binlog_files`` row:
+Listing reads no file's bytes: local folders with ``os.scandir`` (so a dangling symbolic link is
+seen and accounted for), other URIs with the Hadoop file system of the session.  The file-name
+pattern is Hadoop's glob (Spark's ``pathGlobFilter``: ``*``, ``?``, ``[a-z]``, ``[^a]``,
+``{a,b}``); names starting with ``.`` or ``_`` are hidden, as Spark hides them.  Each listed
+file is then compared with its ``binlog_files`` row:
 
 =========  ====================================================================================
 new        no row yet: frame from the start
 unchanged  same length and modification time: nothing to do
 grown      the previous walk ended cleanly (``complete``) or at a cut event (``truncated``, the
            server's active binlog) and the file is at least ``framed_until`` long: continue at
-           ``framed_until`` with the FORMAT_DESCRIPTION and GTID in force there, read from the
-           last ``binlog_events`` row before it.  The framing task checks that bytes
-           ``[0, framed_until)`` still hash to ``prefix_sha256`` and frames the whole file
+           ``resume_offset`` (the start of the transaction left open, else ``framed_until``)
+           with the state the row recorded there.  The framing task checks that bytes
+           ``[0, resume_offset)`` still hash to ``prefix_sha256`` and frames the whole file
            again when they do not (a file rewritten in place).
 changed    anything else (shorter than what was framed, or an earlier walk that ended in
-           corruption, encryption or not a binlog): frame from the start, replacing its rows
+           corruption, encryption, not a binlog, empty, unreadable or duplicate): frame from the
+           start, replacing its rows
 =========  ====================================================================================
 
 Files that disappear from the listing keep their rows: bronze is the history of what was read.
+
+Every file belongs to a **server** (:func:`server_of`) and has a **sequence** number
+(:func:`sequence_of`): schema history is kept per server, and a server's files are ordered by
+their sequence, not by the path string (``.999999`` before ``.1000000``).
 """
 
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, fields, replace
-from datetime import datetime
+import posixpath
+import re
+import stat
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from enum import StrEnum
+from functools import lru_cache
 from typing import Any
-from zoneinfo import ZoneInfo
 
-from pyspark.sql import DataFrame, SparkSession
-from pyspark.sql import functions as F
+from pyspark.sql import SparkSession
 
 from conf import InputSettings
-from pipelines.bronze.framing import MAGIC_LEN, RESUMABLE_STATUSES
-from pipelines.storage import Lakehouse, Table
+from conf.models import is_uri, local_path_of
+from pipelines.bronze.framing import MAGIC_LEN, RESUMABLE_STATUSES, ResumePoint
+from pipelines.bronze.transforms import resume_json
+from pipelines.storage import Lakehouse
+from pipelines.tables import BINLOG_FILES
 
-BINLOG_FILES_TABLE = Table.bronze("binlog_files")
-BINLOG_EVENTS_TABLE = Table.bronze("binlog_events")
+
+class InputError(ValueError):
+    """The input folder cannot be listed: it does not exist, cannot be read, or matches nothing."""
 
 
 class Decision(StrEnum):
@@ -52,37 +64,17 @@ class Decision(StrEnum):
 
 @dataclass(frozen=True, slots=True)
 class ListedFile:
-    """A file as ``binaryFile`` lists it."""
+    """A file as the listing saw it; ``problem`` when it cannot be read at all (a dangling link)."""
 
     file: str
     size: int
     modification_time: datetime
+    problem: str | None = None
 
     @property
     def file_name(self) -> str:
         """The base name (``mysql-bin.000042``)."""
-        return os.path.basename(self.file.rstrip("/"))
-
-
-@dataclass(frozen=True, slots=True)
-class PreviousFile:
-    """What ``binlog_files`` holds about a file, plus the state in force at ``framed_until``."""
-
-    size: int
-    modification_time: datetime
-    status: str
-    framed_until: int
-    prefix_sha256: str | None
-    event_count: int
-    server_id: int | None
-    server_version: str | None
-    flavor: str | None
-    binlog_version: int | None
-    checksum_alg: str | None
-    first_timestamp: int | None
-    last_timestamp: int | None
-    format_description: str | None = None  # of the last event before framed_until
-    gtid: str | None = None  # likewise
+        return posixpath.basename(self.file.rstrip("/"))
 
 
 @dataclass(frozen=True, slots=True)
@@ -93,134 +85,301 @@ class WorkItem:
     file_name: str
     size: int
     modification_time: datetime
-    start_offset: int
-    format_description: str | None
-    gtid: str | None
-    prefix_sha256: str | None
-    event_count: int | None
-    server_id: int | None
-    server_version: str | None
-    flavor: str | None
-    binlog_version: int | None
-    checksum_alg: str | None
-    first_timestamp: int | None
-    last_timestamp: int | None
+    resume: ResumePoint | None
     decision: Decision
 
     def row(self) -> tuple[Any, ...]:
         """The ``WORK_ITEMS`` columns, in order."""
-        return tuple(getattr(self, f.name) for f in fields(self) if f.name != "decision")
+        resume = None if self.resume is None else resume_json(self.resume)
+        return (self.file, self.file_name, self.size, self.modification_time, resume)
+
+    @property
+    def start_offset(self) -> int:
+        """Where framing starts (0: the start)."""
+        return 0 if self.resume is None else self.resume.offset
 
 
-def _item(listed: ListedFile, decision: Decision, resume: PreviousFile | None = None) -> WorkItem:
-    """A work item framing ``listed`` from its start, or from ``resume.framed_until``."""
-    return WorkItem(
-        file=listed.file,
-        file_name=listed.file_name,
-        size=listed.size,
-        modification_time=listed.modification_time,
-        start_offset=0 if resume is None else resume.framed_until,
-        format_description=None if resume is None else resume.format_description,
-        gtid=None if resume is None else resume.gtid,
-        prefix_sha256=None if resume is None else resume.prefix_sha256,
-        event_count=None if resume is None else resume.event_count,
-        server_id=None if resume is None else resume.server_id,
-        server_version=None if resume is None else resume.server_version,
-        flavor=None if resume is None else resume.flavor,
-        binlog_version=None if resume is None else resume.binlog_version,
-        checksum_alg=None if resume is None else resume.checksum_alg,
-        first_timestamp=None if resume is None else resume.first_timestamp,
-        last_timestamp=None if resume is None else resume.last_timestamp,
-        decision=decision,
+@dataclass
+class Discovery:
+    """What listing found: every listed file, the work to do, and ``binlog_files`` as it was."""
+
+    listed: list[ListedFile]
+    work: list[WorkItem]
+    known: dict[str, dict[str, Any]] = field(default_factory=dict)
+    """``binlog_files`` rows (as dicts) of every file bronze has ingested, listed now or not."""
+
+
+# -- names ---------------------------------------------------------------------------------------
+
+_SEQUENCE = re.compile(r"\.(\d+)$")
+
+
+def sequence_of(file_name: str) -> int | None:
+    """The number at the end of a binlog name: ``mysql-bin.000042`` -> 42 (None without one)."""
+    match = _SEQUENCE.search(file_name)
+    return int(match.group(1)) if match else None
+
+
+def server_of(file: str, pattern: str | None = None) -> str:
+    """The server a file belongs to: ``pattern``'s group ``server`` (or first group) when it
+    matches the path, else the folder holding the file and the binlog base name.
+
+    >>> server_of("s3a://b/db1/mysql-bin.000042")
+    's3a://b/db1/mysql-bin'
+    >>> server_of("s3a://b/2024-05-01/db1/mysql-bin.000042", r"/(?P<server>db\\d+)/")
+    'db1'
+    """
+    if pattern is not None:
+        match = _compiled(pattern).search(file)
+        if match is not None:
+            named = match.groupdict().get("server")
+            return named if named is not None else match.group(1)
+    folder, name = posixpath.split(file.rstrip("/"))
+    return f"{folder}/{_SEQUENCE.sub('', name)}"
+
+
+@lru_cache(maxsize=16)
+def _compiled(pattern: str) -> re.Pattern[str]:
+    return re.compile(pattern)
+
+
+def hadoop_glob(pattern: str) -> re.Pattern[str]:
+    """A regular expression matching file names as Hadoop's ``GlobFilter`` does.
+
+    >>> bool(hadoop_glob("*.[0-9][0-9]").fullmatch("mysql-bin.42")), bool(hadoop_glob("{a,b}.log").fullmatch("b.log"))
+    (True, True)
+    """
+    out: list[str] = []
+    i, depth = 0, 0
+    while i < len(pattern):
+        char = pattern[i]
+        if char == "\\" and i + 1 < len(pattern):
+            out.append(re.escape(pattern[i + 1]))
+            i += 2
+            continue
+        if char == "*":
+            out.append(".*")
+        elif char == "?":
+            out.append(".")
+        elif char == "[":
+            end = pattern.find("]", i + 1)
+            if end < 0:
+                raise InputError(f"input.glob {pattern!r}: '[' without ']'")
+            body = pattern[i + 1 : end]
+            out.append("[" + ("^" + body[1:] if body[:1] in ("^", "!") else body).replace("\\", "\\\\") + "]")
+            i = end
+        elif char == "{":
+            depth += 1
+            out.append("(?:")
+        elif char == "}" and depth:
+            depth -= 1
+            out.append(")")
+        elif char == "," and depth:
+            out.append("|")
+        else:
+            out.append(re.escape(char))
+        i += 1
+    if depth:
+        raise InputError(f"input.glob {pattern!r}: '{{' without '}}'")
+    return re.compile("".join(out), re.DOTALL)
+
+
+def _hidden(name: str) -> bool:
+    return name.startswith((".", "_"))
+
+
+# -- listing -------------------------------------------------------------------------------------
+
+
+def _utc(seconds: float) -> datetime:
+    return datetime.fromtimestamp(seconds, tz=UTC)
+
+
+def _local_entry(path: str, uri: str) -> ListedFile | None:
+    """A local directory entry as a listed file (None for folders), following symbolic links."""
+    try:
+        info = os.stat(path)
+    except FileNotFoundError:
+        link = os.lstat(path)
+        target = os.readlink(path) if stat.S_ISLNK(link.st_mode) else "?"
+        return ListedFile(uri, 0, _utc(link.st_mtime), f"a dangling symbolic link (to {target})")
+    except OSError as exc:
+        return ListedFile(uri, 0, _utc(0), f"cannot be read ({exc.strerror or exc})")
+    if stat.S_ISDIR(info.st_mode):
+        return None
+    return ListedFile(uri, info.st_size, _utc(info.st_mtime))
+
+
+def _list_local(folder: str, settings: InputSettings, name_matches: re.Pattern[str]) -> list[ListedFile]:
+    if not os.path.exists(folder) and not os.path.islink(folder):
+        raise InputError(f"input.path: {folder} does not exist")
+    if not os.path.isdir(folder):
+        single = _local_entry(folder, f"file:{os.path.abspath(folder)}")
+        return [single] if single is not None else []
+    if not os.access(folder, os.R_OK | os.X_OK):
+        raise InputError(f"input.path: {folder} cannot be read (permission denied)")
+    found: list[ListedFile] = []
+    pending = [os.path.abspath(folder)]
+    while pending:
+        current = pending.pop()
+        try:
+            entries = sorted(os.scandir(current), key=lambda e: e.name)
+        except OSError as exc:
+            raise InputError(f"input.path: {current} cannot be listed ({exc.strerror or exc})") from exc
+        for entry in entries:
+            if _hidden(entry.name):
+                continue
+            if entry.is_dir(follow_symlinks=True):
+                if settings.recursive:
+                    pending.append(entry.path)
+                continue
+            if name_matches.fullmatch(entry.name):
+                listed = _local_entry(entry.path, f"file:{entry.path}")
+                if listed is not None:
+                    found.append(listed)
+    return found
+
+
+def _list_hadoop(
+    spark: SparkSession, uri: str, settings: InputSettings, name_matches: re.Pattern[str]
+) -> list[ListedFile]:
+    jvm = spark.sparkContext._jvm
+    assert jvm is not None
+    path = jvm.org.apache.hadoop.fs.Path(uri)
+    fs = path.getFileSystem(spark.sparkContext._jsc.hadoopConfiguration())
+    if not fs.exists(path):
+        raise InputError(f"input.path: {uri} does not exist")
+    found: list[ListedFile] = []
+    if fs.getFileStatus(path).isFile():
+        statuses = [fs.getFileStatus(path)]
+    else:
+        iterator = fs.listFiles(path, settings.recursive)
+        statuses = []
+        while iterator.hasNext():
+            statuses.append(iterator.next())
+    base = str(fs.makeQualified(path).toString()).rstrip("/")
+    for status in statuses:
+        full = str(status.getPath().toString())
+        relative = full[len(base) :].strip("/").split("/") if full.startswith(base) else [status.getPath().getName()]
+        if any(_hidden(part) for part in relative if part) or not name_matches.fullmatch(status.getPath().getName()):
+            continue
+        found.append(ListedFile(full, int(status.getLen()), _utc(status.getModificationTime() / 1000)))
+    return found
+
+
+def list_files(spark: SparkSession | None, settings: InputSettings) -> list[ListedFile]:
+    """The input files (their bytes are not read), sorted by path; raises :class:`InputError`
+    when the input cannot be listed.  Local inputs need no Spark session (``spark`` may be None).
+
+    >>> [f.file for f in list_files(spark, cfg.input)]
+    ['file:/data/binlogs/mysql-bin.000001', ...]
+    """
+    name_matches = hadoop_glob(settings.glob)
+    local = local_path_of(settings.path)
+    if local is not None:
+        found = _list_local(local, settings, name_matches)
+    else:
+        if spark is None:
+            raise ValueError(f"listing {settings.path} needs a Spark session (its Hadoop file system)")
+        found = _list_hadoop(spark, settings.path, settings, name_matches)
+    if settings.modified_after is not None:
+        found = [f for f in found if f.modification_time > settings.modified_after]
+    return sorted(found, key=lambda f: f.file)
+
+
+def check_input(settings: InputSettings) -> int:
+    """Check, before any Spark work, that a local input can be listed and matches files; return
+    how many.  Raises :class:`InputError` with one line naming the setting and the problem.
+    Object-store inputs are checked when listed."""
+    if is_uri(settings.path) and local_path_of(settings.path) is None:
+        return -1
+    found = list_files(None, settings)
+    if not found:
+        where = f"{settings.path}{' (and its sub-folders)' if settings.recursive else ''}"
+        raise InputError(f"input.path: no file in {where} matches input.glob {settings.glob!r}")
+    return len(found)
+
+
+# -- decisions -----------------------------------------------------------------------------------
+
+FACT_COLUMNS = ("server_id", "server_version", "flavor", "binlog_version", "checksum_alg")
+"""What a resumed walk carries over from the summary (first/last timestamps too)."""
+
+
+def resume_point(previous: dict[str, Any]) -> ResumePoint:
+    """Where a grown file continues, from its ``binlog_files`` row."""
+    facts = {name: previous[name] for name in FACT_COLUMNS}
+    facts["first_timestamp"] = previous["first_timestamp"]
+    facts["last_timestamp"] = previous["last_timestamp"]
+    return ResumePoint(
+        offset=previous["resume_offset"],
+        format_descriptions=dict(previous["format_descriptions"] or {}),
+        gtid=previous["resume_gtid"],
+        prefix_sha256=previous["prefix_sha256"],
+        counts=dict(previous["resume_counts"] or {}),
+        head_sha256=previous["head_sha256"],
+        facts=facts,
     )
 
 
-def _may_resume(listed: ListedFile, previous: PreviousFile) -> bool:
+def _may_resume(listed: ListedFile, previous: dict[str, Any]) -> bool:
     """Whether ``listed`` changed since ``previous`` in a way a resume may cover."""
     return (
-        (previous.size, previous.modification_time) != (listed.size, listed.modification_time)
-        and previous.status in RESUMABLE_STATUSES
-        and MAGIC_LEN < previous.framed_until <= listed.size
+        previous["status"] in RESUMABLE_STATUSES
+        and previous["resume_offset"] > MAGIC_LEN
+        and previous["framed_until"] <= listed.size
+        and bool(previous["format_descriptions"])
     )
 
 
-def decide(listed: ListedFile, previous: PreviousFile | None) -> WorkItem | None:
+def decide(listed: ListedFile, previous: dict[str, Any] | None) -> WorkItem | None:
     """The work for one listed file, or None when it is unchanged (see the module docstring).
 
     >>> decide(ListedFile("file:/b/mysql-bin.000001", 120, t), None).decision
     <Decision.NEW: 'new'>
     """
+
+    def item(decision: Decision, resume: ResumePoint | None = None) -> WorkItem:
+        return WorkItem(listed.file, listed.file_name, listed.size, listed.modification_time, resume, decision)
+
     if previous is None:
-        return _item(listed, Decision.NEW)
-    if previous.size == listed.size and previous.modification_time == listed.modification_time:
+        return item(Decision.NEW)
+    if previous["size"] == listed.size and previous["modification_time"] == listed.modification_time:
         return None
-    if not (_may_resume(listed, previous) and previous.format_description is not None):
-        return _item(listed, Decision.CHANGED)
-    return _item(listed, Decision.GROWN, previous)
+    if _may_resume(listed, previous):
+        return item(Decision.GROWN, resume_point(previous))
+    return item(Decision.CHANGED)
 
 
-def list_files(spark: SparkSession, settings: InputSettings) -> DataFrame:
-    """``path``, ``modificationTime``, ``length`` of the input files (their bytes are not read).
-
-    >>> list_files(spark, cfg.input).show()   # file:/data/binlogs/mysql-bin.000001 | ... | 1073741824
-    """
-    reader = (
-        spark.read.format("binaryFile")
-        .option("pathGlobFilter", settings.glob)
-        .option("recursiveFileLookup", str(settings.recursive).lower())
-    )
-    if settings.modified_after is not None:
-        zone = ZoneInfo(spark.conf.get("spark.sql.session.timeZone") or "UTC")
-        after = settings.modified_after.astimezone(zone).strftime("%Y-%m-%dT%H:%M:%S")
-        reader = reader.option("modifiedAfter", after)
-    return reader.load(settings.path).select("path", "modificationTime", "length")
-
-
-_FILE_COLUMNS = [f.name for f in fields(PreviousFile)][:-2]
-
-
-def _resume_state(lake: Lakehouse, resume_at: dict[str, int]) -> dict[str, tuple[str, str | None]]:
-    """Per file: the FORMAT_DESCRIPTION and GTID of its last event before ``resume_at[file]``
-    (the state a resumed walk starts with); files without such an event are left out."""
-    if not resume_at or not lake.exists(BINLOG_EVENTS_TABLE):
+def known_files(lake: Lakehouse) -> dict[str, dict[str, Any]]:
+    """Every ``binlog_files`` row, by file (the table is one small row per file)."""
+    if not lake.exists(BINLOG_FILES):
         return {}
-    spark = lake.spark
-    points = spark.createDataFrame(list(resume_at.items()), "file string, framed_until long")
-    order = F.struct(F.col("offset"), F.coalesce(F.col("inner_index"), F.lit(-1)))
-    rows = (
-        lake.read(BINLOG_EVENTS_TABLE)
-        .where(F.col("file").isin(sorted(resume_at)))
-        .select("file", "offset", "inner_index", "format_description", "gtid")
-        .join(F.broadcast(points), "file")
-        .where(F.col("offset") < F.col("framed_until"))
-        .groupBy("file")
-        .agg(F.max_by(F.struct("format_description", "gtid"), order).alias("state"))
-        .collect()
-    )
-    return {row.file: (row.state.format_description, row.state.gtid) for row in rows}
+    return {row.file: row.asDict() for row in lake.read(BINLOG_FILES).collect()}
 
 
-def discover(spark: SparkSession, settings: InputSettings, lake: Lakehouse) -> list[WorkItem]:
+def discover(spark: SparkSession, settings: InputSettings, lake: Lakehouse) -> Discovery:
     """The work for this run: one item per new, grown or changed file, most bytes to read first."""
-    listed = [ListedFile(row.path, row.length, row.modificationTime) for row in list_files(spark, settings).collect()]
-    if not listed:
-        return []
-    known: dict[str, PreviousFile] = {}
-    if lake.exists(BINLOG_FILES_TABLE):
-        rows = (
-            lake.read(BINLOG_FILES_TABLE)
-            .where(F.col("file").isin([f.file for f in listed]))
-            .select("file", *_FILE_COLUMNS)
-            .collect()
-        )
-        known = {row.file: PreviousFile(*(row[name] for name in _FILE_COLUMNS)) for row in rows}
-    resume_at = {
-        f.file: known[f.file].framed_until for f in listed if f.file in known and _may_resume(f, known[f.file])
-    }
-    for file, (description, gtid) in _resume_state(lake, resume_at).items():
-        known[file] = replace(known[file], format_description=description, gtid=gtid)
+    listed = list_files(spark, settings)
+    known = known_files(lake)
     work = [item for f in listed if (item := decide(f, known.get(f.file))) is not None]
-    return sorted(work, key=lambda item: (-(item.size - item.start_offset), item.file))
+    work.sort(key=lambda item: (-(item.size - item.start_offset), item.file))
+    return Discovery(listed, work, known)
 
 
-__all__ = ["Decision", "ListedFile", "PreviousFile", "WorkItem", "decide", "discover", "list_files"]
+__all__ = [
+    "Decision",
+    "Discovery",
+    "InputError",
+    "ListedFile",
+    "WorkItem",
+    "check_input",
+    "decide",
+    "discover",
+    "hadoop_glob",
+    "known_files",
+    "list_files",
+    "resume_point",
+    "sequence_of",
+    "server_of",
+]

@@ -1,61 +1,56 @@
-"""Frame one binlog file into bronze rows: its events, a summary of the file, and what went wrong.
+"""Frame one binlog file into bronze rows, recording on each event what only the order of the file tells.
 
 Pure Python (no Spark): a Spark task calls :func:`frame_file` once per file and turns what it
-yields into Arrow batches.  The walk streams -- memory holds one read chunk and one event,
-whatever the file size -- and yields, in this order:
+yields into Arrow batches.  The walk streams -- memory holds a read chunk, the current event and
+the events still waiting for a fact a later event gives (below), whatever the file size -- and
+yields:
 
-* one :class:`EventRow` per event, in file order (``binlog_events``); inner events of a
-  TRANSACTION_PAYLOAD follow their outer event;
-* :class:`QuarantineRow` rows right after each event whose checksum failed (the event is kept
-  with ``checksum_ok = False``) or whose body has a problem, and at the end for the error that
-  stopped framing, if any (``quarantine``, ``stage = 'bronze'``). A file that ends inside an
-  event (status ``truncated``: the server's active binlog, or a copy in progress) has everything
-  before that event framed; its ``TRUNCATED`` row is a warning, not bad input, and is replaced
-  when a later run continues the grown file from there. Bronze decodes the body of
-  every event no later stage decodes (all but FORMAT_DESCRIPTION, TABLE_MAP, rows and
-  QUERY-shaped events) and reports what :class:`binlog_core.decoder.BinlogDecoder` reports for
-  it: damage (e.g. an INCIDENT number that does not exist) as an error, an unknown event type
-  (kept as raw bytes) as a warning;
-* last, one :class:`FileSummary` (``binlog_files``).
+* one :class:`EventRow` per event (``binlog_events``); inner events of a TRANSACTION_PAYLOAD
+  after their outer event;
+* :class:`QuarantineRow` rows for each event whose checksum failed (the event is kept with
+  ``checksum_ok = False``) or whose body has a problem, and for the error that stopped framing,
+  if any (``quarantine``, ``stage = 'bronze'``). A file that ends inside an event (status
+  ``truncated``: the server's active binlog, or a copy in progress) has everything before that
+  event framed; its ``TRUNCATED`` row is a warning, not bad input, and is replaced when a later
+  run continues the grown file. Bronze decodes the body of every event no later stage decodes
+  (all but FORMAT_DESCRIPTION, TABLE_MAP, rows and QUERY-shaped events) and reports what
+  :class:`binlog_core.decoder.BinlogDecoder` reports for it;
+* last, one :class:`FileSummary` (``binlog_files``, with the facts the bronze gate checks).
 
-Row facts filled here (see ``pipelines/bronze/schema.py`` for the columns):
+**The order, recorded once.**  :class:`binlog_core.sequence.FileSequence` walks along and tells,
+for every event, its transaction (where it opened, its GTID) and, for a rows event, the TABLE_MAP
+in force (``map_offset``/``map_inner_index``).  What a later event tells -- where the transaction
+ended, when it committed and its XID; where a TABLE_MAP's force ended and how many rows events
+read with it -- is filled in before the row is yielded: an event waits in a
+:class:`HeldRows` buffer until its transaction and (for a TABLE_MAP) its force have ended,
+which is a few events in practice; a transaction of more than ``spill_bytes`` waits on local
+disk, so memory stays bounded whatever it holds.
 
-* ``gtid``: the GTID of the transaction the event belongs to, exactly as
-  :class:`binlog_core.decoder.BinlogDecoder` tracks it: a GTID event (MariaDB GTID, MySQL
-  GTID/ANONYMOUS_GTID/GTID_TAGGED) sets it, a FORMAT_DESCRIPTION clears it.  An event whose
-  checksum failed changes nothing.
-* ``table_id`` for TABLE_MAP and rows events, ``statement_end`` for rows events, read from the
-  post-header (``table_id`` u48, or u32 when the declared post-header length is 6, then
-  ``flags`` u16 whose bit 0 is STMT_END); left null when the checksum failed (the bytes are
-  not trusted) or the body is too short to hold them.
+**Resuming a file that grew** (the server's active binlog): a walk ends with ``resume_offset`` =
+the start of the transaction still open at its end, or the end of the last complete event when
+none is; ``prefix_sha256`` is the SHA-256 of bytes ``[0, resume_offset)``.  A later walk given
+that :class:`ResumePoint` hashes the prefix again and, when it matches, frames from
+``resume_offset`` on (so the open transaction is framed whole, its end included); when it does
+not, the file was rewritten and is framed again from the start.  Either way the rows are those a
+single walk over the whole file yields from ``FileSummary.resumed_from`` on.  Reading stops at
+``size`` when given: the length the file was listed with.
 
-Resuming a file that grew (the server's active binlog): pass ``start_offset`` (the previous
-``framed_until``), the FORMAT_DESCRIPTION and GTID in force there, the previous
-``prefix_sha256`` and the previous summary facts.  The prefix ``[0, start_offset)`` is read
-and hashed first; when it no longer matches, the file was rewritten and is framed from the
-start instead (``FileSummary.resumed_from`` says which happened).  Either way the rows are
-those a single walk over the whole file yields from ``resumed_from`` on.
-
-``prefix_sha256`` is the SHA-256 of bytes ``[0, framed_until)`` (``framed_until`` = end of the
-last complete event; 4 when only the magic is readable, 0 when not even that).  It is
-computed while the bytes stream past, so the file is read once (twice up to the resume point
-when a rewrite is detected).  Reading stops at ``size`` when given: the length the file was
-listed with, so bytes a server appends meanwhile wait for the next run.
-
-``first_timestamp``/``last_timestamp`` are the smallest and largest non-zero header timestamps
-of the file's events (header timestamps are not monotonic: events carry their statement's
-start time); the FORMAT_DESCRIPTION facts come from the file's first event.
+``head_sha256``, the file's identity: the SHA-256 of its first four events' bytes (all of them
+when it has fewer): the FORMAT_DESCRIPTION's time and server id, the GTID state and the first
+transaction tell one binlog from another, and a copy under another name has the same.
 """
 
 from __future__ import annotations
 
 import hashlib
+import os
+import pickle
+import tempfile
 from collections import deque
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
-from struct import Struct
-from typing import BinaryIO, NamedTuple
+from typing import Any, BinaryIO, NamedTuple
 
 from binlog_core.constants import ChecksumAlg, EventType
 from binlog_core.errors import (
@@ -66,10 +61,11 @@ from binlog_core.errors import (
     TruncatedError,
     as_event_problem,
 )
-from binlog_core.event import FormatDescription, checksum_error
+from binlog_core.event import Event, FormatDescription, checksum_error
 from binlog_core.events import QUERY_SHAPED, body_warnings, decode_body
 from binlog_core.framing import iter_events
 from binlog_core.rows import ROWS_KINDS
+from binlog_core.sequence import FileSequence, MapForce, Transaction
 
 STAGE = "bronze"
 
@@ -78,12 +74,22 @@ TRUNCATED = "truncated"
 CORRUPT = "corrupt"
 ENCRYPTED = "encrypted"
 NOT_A_BINLOG = "not_a_binlog"
+EMPTY = "empty"
+UNREADABLE = "unreadable"
+DUPLICATE = "duplicate"
 WARNING = "warning"
-"""Severity of a quarantine row that loses nothing (see ``binlog_core.errors.BinlogError.severity``)."""
+ERROR = "error"
+"""Severities of quarantine rows: a warning loses nothing (see ``binlog_core.errors.BinlogError.severity``)."""
 RESUMABLE_STATUSES = frozenset({COMPLETE, TRUNCATED})
-"""Statuses after which a grown file can continue at ``framed_until``."""
+"""Statuses after which a grown file can continue at ``resume_offset``."""
+
+EMPTY_FILE = "EMPTY_FILE"
+UNREADABLE_FILE = "UNREADABLE_FILE"
+"""Quarantine codes of files that hold no events at all."""
 
 MAGIC_LEN = 4
+HEAD_EVENTS = 4
+"""Events whose bytes make a file's identity (``head_sha256``)."""
 
 TABLE_ID_TYPES = frozenset({EventType.TABLE_MAP, *ROWS_KINDS})
 """Events whose post-header starts with a table id."""
@@ -92,10 +98,12 @@ DECODED_ELSEWHERE = frozenset({EventType.FORMAT_DESCRIPTION, *TABLE_ID_TYPES, *Q
 """Bodies bronze does not decode: framing reads FORMAT_DESCRIPTION, silver decodes TABLE_MAP and
 QUERY-shaped events, gold the rows events. Every other body is decoded here."""
 
-STMT_END_FLAG = 0x1  # orig: Rows_log_event::STMT_END_F
-
-_U16 = Struct("<H")
-_U32 = Struct("<I")
+EVENT_CLASS: dict[int, str] = {
+    **{int(t): "rows" for t in ROWS_KINDS},
+    int(EventType.TABLE_MAP): "table_map",
+    **{int(t): "query" for t in QUERY_SHAPED},
+}
+"""``binlog_events.event_class`` by type code (``other`` for the rest): the partition each stage reads."""
 
 _CHECKSUM_NAMES = {ChecksumAlg.OFF: "NONE", ChecksumAlg.CRC32: "CRC32", ChecksumAlg.UNDEF: "UNDEF"}
 
@@ -105,9 +113,12 @@ HASH_EVERY = 8 << 20
 PREFIX_READ = 8 << 20
 """Chunk size when only hashing the prefix before a resume point."""
 
+SPILL_BYTES = 64 << 20
+"""Bytes of event bodies held in memory before waiting events go to local disk."""
+
 
 class EventRow(NamedTuple):
-    """One ``binlog_events`` row (the columns of ``BINLOG_EVENTS``, in order)."""
+    """One ``binlog_events`` row (the columns of ``BINLOG_EVENTS``, in order, without ``run_id``)."""
 
     file: str
     file_name: str
@@ -121,15 +132,29 @@ class EventRow(NamedTuple):
     log_pos: int
     flags: int
     checksum_ok: bool | None
-    format_description: str
+    fde_offset: int
     gtid: str | None
+    trx_offset: int | None
+    trx_inner_index: int | None
+    trx_end_offset: int | None
+    trx_end_inner_index: int | None
+    commit_timestamp: int | None  # microseconds since the epoch
+    xid: int | None
     table_id: int | None
     statement_end: bool | None
+    map_offset: int | None
+    map_inner_index: int | None
+    in_force_until: int | None
+    in_force_until_inner_index: int | None
+    ended_by: str | None
+    rows_events: int | None
+    shape_changed: bool | None
     body: bytes
+    event_class: str
 
 
 class QuarantineRow(NamedTuple):
-    """One ``quarantine`` row (the columns of ``QUARANTINE``, in order)."""
+    """One ``quarantine`` row (the columns of ``QUARANTINE``, in order, without ``run_id``)."""
 
     stage: str
     file: str
@@ -144,11 +169,46 @@ class QuarantineRow(NamedTuple):
     body: bytes | None
 
 
-@dataclass(frozen=True, slots=True)
-class FileFacts:
-    """What a file's summary says about its start: carried over when a grown file is resumed."""
+COUNTERS = ("event_count", "rows_events", "offset_gaps", "checksum_failures", "unknown_events", "unmapped_rows_events")
+"""Summary counters a resumed walk continues from (``binlog_files.resume_counts``), with ``outer_events``."""
 
+
+@dataclass(frozen=True, slots=True)
+class ResumePoint:
+    """Where a grown file continues, and what its last summary said about what came before."""
+
+    offset: int
+    format_descriptions: dict[int, str]
+    gtid: str | None
+    prefix_sha256: str | None
+    counts: dict[str, int]
+    """:data:`COUNTERS` and ``outer_events`` before ``offset``."""
+    head_sha256: str | None
+    facts: dict[str, Any] = field(default_factory=dict)
+    """``server_id``, ``server_version``, ``flavor``, ``binlog_version``, ``checksum_alg``,
+    ``first_timestamp``, ``last_timestamp`` of the last summary."""
+
+
+@dataclass(slots=True)
+class FileSummary:
+    """One ``binlog_files`` row (see ``pipelines/tables.py``), plus where this walk started."""
+
+    file: str
+    file_name: str
+    size: int
+    modification_time: datetime | None
+    status: str
+    error_code: str | None = None
+    error_message: str | None = None
+    error_offset: int | None = None
+    framed_until: int = 0
+    resume_offset: int = 0
+    resume_gtid: str | None = None
+    resume_counts: dict[str, int] = field(default_factory=dict)
+    prefix_sha256: str | None = None
+    head_sha256: str | None = None
     event_count: int = 0
+    rows_events: int = 0
     server_id: int | None = None
     server_version: str | None = None
     flavor: str | None = None
@@ -156,68 +216,15 @@ class FileFacts:
     checksum_alg: str | None = None
     first_timestamp: int | None = None
     last_timestamp: int | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class FileSummary:
-    """One ``binlog_files`` row, plus where this walk started (``resumed_from``: 0 = the start)."""
-
-    file: str
-    file_name: str
-    size: int
-    modification_time: datetime | None
-    status: str
-    error_code: str | None
-    error_message: str | None
-    error_offset: int | None
-    framed_until: int
-    prefix_sha256: str
-    event_count: int
-    server_id: int | None
-    server_version: str | None
-    flavor: str | None
-    binlog_version: int | None
-    checksum_alg: str | None
-    first_timestamp: int | None
-    last_timestamp: int | None
-    resumed_from: int
-
-    def row(self) -> tuple[object, ...]:
-        """The ``BINLOG_FILES`` columns, in order (``resumed_from`` left out)."""
-        return (
-            self.file,
-            self.file_name,
-            self.size,
-            self.modification_time,
-            self.status,
-            self.error_code,
-            self.error_message,
-            self.error_offset,
-            self.framed_until,
-            self.prefix_sha256,
-            self.event_count,
-            self.server_id,
-            self.server_version,
-            self.flavor,
-            self.binlog_version,
-            self.checksum_alg,
-            self.first_timestamp,
-            self.last_timestamp,
-        )
-
-    @property
-    def facts(self) -> FileFacts:
-        """The facts a later resume carries over."""
-        return FileFacts(
-            self.event_count,
-            self.server_id,
-            self.server_version,
-            self.flavor,
-            self.binlog_version,
-            self.checksum_alg,
-            self.first_timestamp,
-            self.last_timestamp,
-        )
+    format_descriptions: dict[int, str] = field(default_factory=dict)
+    offset_gaps: int = 0
+    checksum_failures: int = 0
+    unknown_events: int = 0
+    unmapped_rows_events: int = 0
+    resumed_from: int = 0
+    """Where this walk started: 0 (the start), or the resume offset when the prefix matched."""
+    problems: dict[str, int] = field(default_factory=dict)
+    """Quarantine rows this walk yielded, by ``"<code> <severity>"``."""
 
 
 Framed = EventRow | QuarantineRow | FileSummary
@@ -275,6 +282,13 @@ class HashingReader:
                 pending[0] = view[take:]
                 self.hashed += take
 
+    def length(self) -> int:
+        """Read on to the end, keeping nothing, and return where it is (once hashing is finished)."""
+        self._pending.clear()
+        while data := self.raw.read(PREFIX_READ):
+            self.pos += len(data)
+        return self.pos
+
     def skip_hashing(self, until: int) -> bool:
         """Read and hash ``[pos, until)``; False when the stream ends first."""
         while self.pos < until:
@@ -284,34 +298,129 @@ class HashingReader:
             self.hash_until(self.pos)
         return True
 
-    def length(self) -> int:
-        """Read on to the end (or the limit), keeping nothing, and return where it is.
 
-        Call it once hashing is finished: the bytes read here are never hashed.
-        """
-        self._pending.clear()
-        while data := self.raw.read(PREFIX_READ if self.limit is None else min(PREFIX_READ, self.limit - self.pos)):
-            self.pos += len(data)
-        return self.pos
+# -- events waiting for what later events tell ------------------------------------------------
+
+_Held = tuple[tuple[Any, ...], Transaction | None, MapForce | None, bytes, str]
+"""``(row up to shape_changed, without the deferred columns), its transaction, its own map force
+(TABLE_MAP), body, event class)``."""
+
+_TRX_OPEN = (None, None, None, None)
+_MAP_OPEN = (None, None, None, None)
 
 
-def read_table_id(body: bytes, type_code: int, fde: FormatDescription) -> tuple[int | None, bool | None]:
-    """``(table_id, statement_end)`` from a TABLE_MAP or rows event's post-header.
+def _ready(held: _Held) -> bool:
+    trx, force = held[1], held[2]
+    return (trx is None or trx.closed) and (force is None or force.closed)
 
-    Layout (every rows version, compressed ones too, and TABLE_MAP)::
 
-        table_id u48 (u32 when the post-header length is 6) | flags u16 | ...
+_event_row = tuple.__new__
 
-    ``statement_end`` is None for TABLE_MAP; both are None when the body is too short.
+
+def _row(held: _Held) -> EventRow:
+    """The full row of a held event whose transaction and map force have ended."""
+    fixed, trx, force, body, event_class = held
+    ends = (
+        _TRX_OPEN
+        if trx is None or trx.end_offset is None
+        else (trx.end_offset, trx.end_inner_index, trx.commit_us, trx.xid)
+    )
+    mapped = (
+        _MAP_OPEN if force is None else (force.until_offset, force.until_inner_index, force.ended_by, force.rows_events)
+    )
+    return _event_row(EventRow, (*fixed[:16], *ends, *fixed[16:20], *mapped, fixed[20], body, event_class))
+
+
+class HeldRows:
+    """Events waiting, in file order, for their transaction and TABLE_MAP force to end.
+
+    Rows leave in file order, as soon as the oldest waiting one is complete.  The queue is a
+    head (rows read back from disk), segments on disk, and a tail in memory; beyond
+    ``spill_bytes`` of bodies the tail goes to a new segment under ``spill_dir`` (pickled; the
+    :class:`Transaction`/:class:`MapForce` objects the rows wait on stay in memory, by identity),
+    so one huge transaction costs disk, not memory: at most one segment and the tail are read.
     """
-    id_len = 4 if fde.post_header_len(type_code) == 6 else 6
-    if len(body) < id_len + 2:
-        return None, None
-    table_id = int.from_bytes(body[:id_len], "little") if id_len == 6 else _U32.unpack_from(body)[0]
-    if type_code == EventType.TABLE_MAP:
-        return table_id, None
-    (flags,) = _U16.unpack_from(body, id_len)
-    return table_id, bool(flags & STMT_END_FLAG)
+
+    def __init__(self, spill_bytes: int = SPILL_BYTES, spill_dir: str | None = None) -> None:
+        self.spill_bytes = spill_bytes
+        self.spill_dir = spill_dir
+        self.head: deque[_Held] = deque()
+        self.segments: deque[str] = deque()
+        self.tail: deque[_Held] = deque()
+        self.tail_bytes = 0
+        self.objects: dict[int, object] = {}
+
+    def add(self, held: _Held) -> Iterator[EventRow]:
+        """Hold ``held`` and yield every row now complete, oldest first."""
+        if not self.head and not self.segments and not self.tail and _ready(held):
+            yield _row(held)
+            return
+        self.tail.append(held)
+        self.tail_bytes += len(held[3])
+        if self.tail_bytes > self.spill_bytes:
+            self._spill()
+        yield from self.ready()
+
+    def ready(self) -> Iterator[EventRow]:
+        """Every row complete at the front of the queue, oldest first."""
+        while True:
+            if not self.head and self.segments:
+                self.head.extend(self._load(self.segments.popleft()))
+            queue = self.head if self.head else self.tail
+            while queue and _ready(queue[0]):
+                held = queue.popleft()
+                if queue is self.tail:
+                    self.tail_bytes -= len(held[3])
+                yield _row(held)
+            if queue or not (self.head or self.segments or self.tail) or queue is self.tail:
+                return
+
+    def _spill(self) -> None:
+        stored = []
+        for fixed, trx, force, body, event_class in self.tail:
+            for obj in (trx, force):
+                if obj is not None:
+                    self.objects[id(obj)] = obj
+            stored.append((fixed, _ref(trx), _ref(force), body, event_class))
+        fd, path = tempfile.mkstemp(prefix="binlog-held-", suffix=".pickle", dir=self.spill_dir)
+        with os.fdopen(fd, "wb") as out:
+            pickle.dump(stored, out, protocol=pickle.HIGHEST_PROTOCOL)
+        self.segments.append(path)
+        self.tail.clear()
+        self.tail_bytes = 0
+
+    def _load(self, path: str) -> list[_Held]:
+        with open(path, "rb") as source:
+            stored = pickle.load(source)
+        os.unlink(path)
+        objects = self.objects
+        loaded: list[_Held] = [
+            (
+                fixed,
+                objects.get(trx) if trx is not None else None,
+                objects.get(force) if force is not None else None,
+                body,
+                event_class,
+            )  # type: ignore[misc]
+            for fixed, trx, force, body, event_class in stored
+        ]
+        if not self.segments:  # nothing on disk refers to the objects any more
+            self.objects = {}
+        return loaded
+
+    def close(self) -> None:
+        """Remove spill files left by a walk that stopped early."""
+        while self.segments:
+            path = self.segments.popleft()
+            if os.path.exists(path):
+                os.unlink(path)
+
+
+def _ref(obj: object | None) -> int | None:
+    return None if obj is None else id(obj)
+
+
+# -- the walk ------------------------------------------------------------------------------------
 
 
 def _status(exc: BinlogError | None) -> str:
@@ -344,109 +453,140 @@ def quarantine_row(file: str, file_name: str, exc: BinlogError, body: bytes | No
     )
 
 
-def _decode_gtid(event_body: object, type_code: int) -> tuple[bool, str | None]:
-    """Whether a decoded GTID-family body sets the transaction's GTID, and to what (as the decoder does)."""
-    gtid = getattr(event_body, "gtid", None)
-    if isinstance(gtid, str):
-        return True, gtid
-    return gtid is None and type_code == EventType.ANONYMOUS_GTID, None
+def file_problem(file: str, file_name: str, code: str, severity: str, message: str) -> QuarantineRow:
+    """A quarantine row about a whole file (no event)."""
+    return QuarantineRow(STAGE, file, file_name, None, None, None, code, severity, None, message, None)
 
 
 def frame_file(
     open_stream: Callable[[], BinaryIO],
     file: str,
     file_name: str,
-    start_offset: int = 0,
-    fde_json: str | None = None,
-    verify_checksums: bool = True,
     *,
-    gtid: str | None = None,
-    prefix_sha256: str | None = None,
-    previous: FileFacts | None = None,
+    resume: ResumePoint | None = None,
+    verify_checksums: bool = True,
     size: int | None = None,
     modification_time: datetime | None = None,
+    spill_bytes: int = SPILL_BYTES,
+    spill_dir: str | None = None,
 ) -> Iterator[Framed]:
     """Yield the bronze rows of one file: events and quarantine rows, then its :class:`FileSummary`.
 
-    ``open_stream()`` opens the file from its start (it is called again when a resume finds
-    the prefix changed).  With ``start_offset > 4`` the walk resumes there with the
-    FORMAT_DESCRIPTION ``fde_json`` and transaction ``gtid`` in force, provided the first
-    ``start_offset`` bytes still hash to ``prefix_sha256`` (when given)::
+    ``open_stream()`` opens the file from its start (again when a resume finds the prefix
+    changed).  A file of ``size`` 0 is ``empty``; one that cannot be opened or read is
+    ``unreadable`` (a quarantine row says why)::
 
         rows = list(frame_file(lambda: open(path, "rb"), uri, "mysql-bin.000001"))
         summary = rows[-1]   # FileSummary(status='complete', framed_until=..., ...)
     """
-    if start_offset > MAGIC_LEN:
-        if fde_json is None:
-            raise ValueError("resuming at an offset needs the FORMAT_DESCRIPTION in force there")
+    summary = FileSummary(file, file_name, size or 0, modification_time, COMPLETE)  # size 0: read to the end
+    if size == 0:
+        summary.status = EMPTY
+        summary.problems = {f"{EMPTY_FILE} {WARNING}": 1}
+        yield file_problem(file, file_name, EMPTY_FILE, WARNING, f"{file_name} is empty (0 bytes): no binlog yet")
+        yield summary
+        return
+    held = HeldRows(spill_bytes, spill_dir)
+    try:
+        if resume is not None and resume.offset > MAGIC_LEN:
+            with open_stream() as raw:
+                reader = HashingReader(raw, size)
+                if reader.skip_hashing(resume.offset) and _matches(reader, resume.prefix_sha256):
+                    yield from _Walk(reader, summary, held, verify_checksums, resume).run()
+                    return
+            # the prefix changed: the file was rewritten, so it is framed again from the start
         with open_stream() as raw:
-            reader = HashingReader(raw, size)
-            if reader.skip_hashing(start_offset) and _matches(reader, prefix_sha256):
-                yield from _walk(
-                    reader, file, file_name, start_offset, fde_json, gtid, previous or FileFacts(),
-                    verify_checksums, size, modification_time,
-                )  # fmt: skip
-                return
-        # the prefix changed: the file was rewritten, so it is framed again from the start
-    with open_stream() as raw:
-        yield from _walk(
-            HashingReader(raw, size), file, file_name, 0, None, None, FileFacts(), verify_checksums, size,
-            modification_time,
-        )  # fmt: skip
+            yield from _Walk(HashingReader(raw, size), summary, held, verify_checksums, None).run()
+    except OSError as exc:
+        held.close()
+        summary.status = UNREADABLE
+        summary.error_code = UNREADABLE_FILE
+        summary.error_message = f"{type(exc).__name__}: {exc}"
+        summary.problems = {f"{UNREADABLE_FILE} {ERROR}": 1}
+        yield file_problem(file, file_name, UNREADABLE_FILE, ERROR, f"{file_name} cannot be read: {exc}")
+        yield summary
+    finally:
+        held.close()
 
 
 def _matches(reader: HashingReader, expected: str | None) -> bool:
     return expected is None or reader.sha.copy().hexdigest() == expected
 
 
-def _walk(
-    reader: HashingReader,
-    file: str,
-    file_name: str,
-    start: int,
-    fde_json: str | None,
-    gtid: str | None,
-    facts: FileFacts,
-    verify_checksums: bool,
-    size: int | None,
-    modification_time: datetime | None,
-) -> Iterator[Framed]:
-    """Frame from ``start`` (the reader stands there) and yield rows, then the summary."""
-    fde = FormatDescription.from_json(fde_json) if fde_json is not None else None
-    last_fde: FormatDescription | None = None
-    last_fde_json = ""
-    event_count = facts.event_count
-    first_ts = facts.first_timestamp
-    last_ts = facts.last_timestamp
-    server_id, server_version, flavor = facts.server_id, facts.server_version, facts.flavor
-    binlog_version, checksum_alg = facts.binlog_version, facts.checksum_alg
-    framed_until = start
-    quarantined_at: tuple[int, int | None] | None = None
-    failure: BinlogError | None = None
-    events = iter_events(
-        reader,  # type: ignore[arg-type]  # reads like a binary file
-        file_name,
-        start_offset=start if start > MAGIC_LEN else None,
-        fde=fde,
-        verify_checksums=verify_checksums,
-    )
-    try:
-        for ev in events:
-            header = ev.header
-            type_code = header.type_code
-            ev_fde = ev.fde
-            if ev_fde is not last_fde:
-                last_fde, last_fde_json = ev_fde, ev_fde.to_json()
-            checksum_ok = ev.checksum_ok
-            body = ev.body
-            table_id: int | None = None
-            statement_end: bool | None = None
-            problems: list[BinlogError] = []
-            if checksum_ok is not False:
-                if type_code in TABLE_ID_TYPES:
-                    table_id, statement_end = read_table_id(body, type_code, ev_fde)
-                elif type_code == EventType.FORMAT_DESCRIPTION:
-                    gtid = None
+class _Walk:
+    """One walk over a file from its start or a resume point (see :func:`frame_file`)."""
+
+    def __init__(
+        self,
+        reader: HashingReader,
+        summary: FileSummary,
+        held: HeldRows,
+        verify_checksums: bool,
+        resume: ResumePoint | None,
+    ) -> None:
+        self.reader = reader
+        self.s = summary
+        self.held = held
+        self.verify_checksums = verify_checksums
+        self.resume = resume
+        self.start = resume.offset if resume is not None else 0
+        self.sequence = FileSequence(resume.gtid if resume is not None else None)
+        self.outer_events = 0
+        self.at_open: tuple[Transaction, str, dict[str, int]] | None = None
+        """The transaction opened last, the prefix hash and the counters where it opened."""
+
+    def counts(self) -> dict[str, int]:
+        """The counters so far (:data:`COUNTERS` and ``outer_events``)."""
+        return {**{name: getattr(self.s, name) for name in COUNTERS}, "outer_events": self.outer_events}
+
+    def run(self) -> Iterator[Framed]:
+        s, resume = self.s, self.resume
+        fde: FormatDescription | None = None
+        fde_offset = MAGIC_LEN
+        if resume is not None:
+            s.format_descriptions = dict(resume.format_descriptions)
+            s.head_sha256 = resume.head_sha256
+            for name, value in resume.facts.items():
+                setattr(s, name, value)
+            for name in COUNTERS:
+                setattr(s, name, resume.counts.get(name, 0))
+            self.outer_events = resume.counts.get("outer_events", 0)
+            s.resumed_from = resume.offset
+            fde_offset = max((o for o in s.format_descriptions if o < resume.offset), default=-1)
+            if fde_offset < 0:
+                raise ValueError("resuming at an offset needs the FORMAT_DESCRIPTION in force there")
+            fde = FormatDescription.from_json(s.format_descriptions[fde_offset])
+        s.framed_until = self.start
+        quarantined_at: tuple[int, int | None] | None = None
+        failure: BinlogError | None = None
+        last_fde: FormatDescription | None = fde
+        expected = self.start if self.start > MAGIC_LEN else MAGIC_LEN
+        events = iter_events(
+            self.reader,  # type: ignore[arg-type]  # reads like a binary file
+            s.file_name,
+            start_offset=self.start if self.start > MAGIC_LEN else None,
+            fde=fde,
+            verify_checksums=self.verify_checksums,
+        )
+        sequence, held, reader = self.sequence, self.held, self.reader
+        try:
+            for ev in events:
+                header = ev.header
+                type_code = ev.type_code
+                ev_fde = ev.fde
+                if ev_fde is not last_fde:
+                    last_fde = ev_fde
+                    text = ev_fde.to_json()
+                    if text != s.format_descriptions.get(fde_offset):
+                        fde_offset = ev.offset
+                        s.format_descriptions[fde_offset] = text
+                checksum_ok = ev.checksum_ok
+                problems: list[BinlogError] = []
+                decoded: object = None
+                if checksum_ok is False:
+                    problems.append(checksum_error(ev))
+                    quarantined_at = (ev.offset, ev.inner_index)
+                    s.checksum_failures += 1
                 elif type_code not in DECODED_ELSEWHERE:
                     try:
                         decoded = decode_body(ev)
@@ -454,102 +594,145 @@ def _walk(
                         problems.append(ev.locate(as_event_problem(exc)))
                     else:
                         problems += body_warnings(ev, decoded)
-                        sets, value = _decode_gtid(decoded, type_code)
-                        if sets:
-                            gtid = value
-            else:
-                problems.append(checksum_error(ev))
-                quarantined_at = (ev.offset, ev.inner_index)
-            yield EventRow(
-                file,
-                file_name,
-                ev.offset,
-                ev.inner_index,
-                header.timestamp,
-                type_code,
-                ev.type_name,
-                header.server_id,
-                header.event_size,
-                header.log_pos,
-                header.flags,
-                checksum_ok,
-                last_fde_json,
-                gtid,
-                table_id,
-                statement_end,
-                body,
-            )
-            for problem in problems:
-                yield quarantine_row(file, file_name, problem, body)
-            event_count += 1
-            ts = header.timestamp
-            if ts:
-                if first_ts is None or ts < first_ts:
-                    first_ts = ts
-                if last_ts is None or ts > last_ts:
-                    last_ts = ts
-            if ev.inner_index is None:
-                if ev.offset == MAGIC_LEN:
-                    server_id, server_version = header.server_id, ev_fde.server_version
-                    flavor, binlog_version = ev_fde.flavor.name.lower(), ev_fde.binlog_version
-                    checksum_alg = _CHECKSUM_NAMES.get(ev_fde.checksum_alg, ev_fde.checksum_alg.name)
-                framed_until = ev.offset + header.event_size
-                if reader.unhashed > HASH_EVERY:
-                    reader.hash_until(framed_until)
-    except BinlogError as exc:
-        failure = exc
-        if event_count == facts.event_count and start <= MAGIC_LEN:
-            framed_until = MAGIC_LEN if exc.offset is not None and exc.offset >= MAGIC_LEN else 0
-        already = isinstance(exc, ChecksumMismatchError) and quarantined_at == (exc.offset, exc.inner_index)
-        if not already:
-            row = quarantine_row(file, file_name, exc.locate(file=file_name))
-            yield row._replace(severity=WARNING) if _status(exc) == TRUNCATED else row
-    reader.hash_until(framed_until)
-    digest = reader.sha.hexdigest()
-    listed = size if size is not None else reader.length()
-    yield FileSummary(
-        file=file,
-        file_name=file_name,
-        size=listed,
-        modification_time=modification_time,
-        status=_status(failure),
-        error_code=None if failure is None else failure.code,
-        error_message=None if failure is None else failure.message,
-        error_offset=None if failure is None else failure.offset,
-        framed_until=framed_until,
-        prefix_sha256=digest,
-        event_count=event_count,
-        server_id=server_id,
-        server_version=server_version,
-        flavor=flavor,
-        binlog_version=binlog_version,
-        checksum_alg=checksum_alg,
-        first_timestamp=first_ts,
-        last_timestamp=last_ts,
-        resumed_from=start if start > MAGIC_LEN else 0,
-    )
+                place = sequence.step(ev, decoded)
+                trx = place.transaction
+                if trx is not None and trx.start_offset == ev.offset and trx.start_inner_index is None:
+                    self._transaction_opens(trx, ev.offset)
+                force = place.map
+                map_offset = map_inner = None
+                own: MapForce | None = None
+                if type_code == EventType.TABLE_MAP:
+                    own = force
+                elif type_code in ROWS_KINDS and checksum_ok is not False:
+                    s.rows_events += 1
+                    if force is not None:
+                        map_offset, map_inner = force.offset, force.inner_index
+                    else:
+                        s.unmapped_rows_events += 1
+                body = ev.body
+                fixed = (
+                    s.file,
+                    s.file_name,
+                    ev.offset,
+                    ev.inner_index,
+                    header.timestamp,
+                    type_code,
+                    ev.type_name,
+                    header.server_id,
+                    header.event_size,
+                    header.log_pos,
+                    header.flags,
+                    checksum_ok,
+                    fde_offset,
+                    place.gtid,
+                    None if trx is None else trx.start_offset,
+                    None if trx is None else trx.start_inner_index,
+                    place.table_id,
+                    place.statement_end,
+                    map_offset,
+                    map_inner,
+                    place.shape_changed,
+                )
+                yield from held.add((fixed, trx, own, body, EVENT_CLASS.get(type_code, "other")))
+                for problem in problems:
+                    yield self._problem(quarantine_row(s.file, s.file_name, problem, body))
+                self._count(ev, expected)
+                if ev.inner_index is None:
+                    expected = ev.offset + header.event_size
+                    if ev.offset == MAGIC_LEN:
+                        s.server_id, s.server_version = header.server_id, ev_fde.server_version
+                        s.flavor, s.binlog_version = ev_fde.flavor.name.lower(), ev_fde.binlog_version
+                        s.checksum_alg = _CHECKSUM_NAMES.get(ev_fde.checksum_alg, ev_fde.checksum_alg.name)
+                    s.framed_until = expected
+                    self.outer_events += 1
+                    if self.outer_events == HEAD_EVENTS and s.head_sha256 is None:
+                        s.head_sha256 = self._prefix_hash(expected)
+                    if reader.unhashed > HASH_EVERY:
+                        reader.hash_until(expected)
+        except BinlogError as exc:
+            failure = exc
+            if s.event_count == 0 and self.start <= MAGIC_LEN:
+                s.framed_until = MAGIC_LEN if exc.offset is not None and exc.offset >= MAGIC_LEN else 0
+            already = isinstance(exc, ChecksumMismatchError) and quarantined_at == (exc.offset, exc.inner_index)
+            if not already:
+                row = quarantine_row(s.file, s.file_name, exc.locate(file=s.file_name))
+                yield self._problem(row._replace(severity=WARNING) if _status(exc) == TRUNCATED else row)
+        open_trx = sequence.transaction
+        sequence.finish()
+        yield from held.ready()
+        self._finish(failure, open_trx)
+        yield s
+
+    def _problem(self, row: QuarantineRow) -> QuarantineRow:
+        key = f"{row.code} {row.severity}"
+        self.s.problems[key] = self.s.problems.get(key, 0) + 1
+        return row
+
+    def _count(self, ev: Event, expected: int) -> None:
+        s = self.s
+        s.event_count += 1
+        ts = ev.header.timestamp
+        if ts:
+            if s.first_timestamp is None or ts < s.first_timestamp:
+                s.first_timestamp = ts
+            if s.last_timestamp is None or ts > s.last_timestamp:
+                s.last_timestamp = ts
+        if ev.type_name.startswith("UNKNOWN_"):
+            s.unknown_events += 1
+        if ev.inner_index is None and ev.offset != expected:
+            s.offset_gaps += 1
+
+    def _transaction_opens(self, trx: Transaction, offset: int) -> None:
+        """Remember the prefix hash and counters where ``trx`` opened: the resume point while it is open."""
+        self.at_open = (trx, self._prefix_hash(offset), self.counts())
+
+    def _prefix_hash(self, end: int) -> str:
+        """The SHA-256 of bytes ``[0, end)`` (``end`` at or after what is hashed already)."""
+        reader = self.reader
+        reader.hash_until(end)
+        return reader.sha.copy().hexdigest()
+
+    def _finish(self, failure: BinlogError | None, open_trx: Transaction | None) -> None:
+        s = self.s
+        s.status = _status(failure)
+        if failure is not None:
+            s.error_code, s.error_message, s.error_offset = failure.code, failure.message, failure.offset
+        if open_trx is not None and self.at_open is not None and self.at_open[0] is open_trx:
+            s.resume_offset = open_trx.start_offset
+            s.prefix_sha256, s.resume_counts = self.at_open[1], self.at_open[2]
+            s.resume_gtid = None  # the transaction's own GTID event is read again
+        else:
+            s.resume_offset = s.framed_until
+            s.prefix_sha256 = self._prefix_hash(s.framed_until)
+            s.resume_counts = self.counts()
+            s.resume_gtid = self.sequence.gtid
+        if s.size == 0:  # not listed with a size: the file's length
+            s.size = self.reader.length()
 
 
-EVENT_COLUMNS = EventRow._fields
-QUARANTINE_COLUMNS = QuarantineRow._fields
 FILE_COLUMNS = tuple(name for name in FileSummary.__dataclass_fields__ if name != "resumed_from")
+"""The ``binlog_files`` columns a summary fills, in ``BINLOG_FILES`` order (``run_id`` aside)."""
 
 __all__ = [
     "COMPLETE",
     "CORRUPT",
+    "COUNTERS",
+    "DUPLICATE",
+    "EMPTY",
     "ENCRYPTED",
-    "EVENT_COLUMNS",
+    "EVENT_CLASS",
     "FILE_COLUMNS",
     "NOT_A_BINLOG",
-    "QUARANTINE_COLUMNS",
     "RESUMABLE_STATUSES",
     "TRUNCATED",
+    "UNREADABLE",
     "EventRow",
-    "FileFacts",
     "FileSummary",
     "Framed",
     "HashingReader",
+    "HeldRows",
     "QuarantineRow",
+    "ResumePoint",
+    "file_problem",
     "frame_file",
-    "read_table_id",
 ]

@@ -2,18 +2,26 @@
 
 ::
 
-    out = build_bronze(spark, cfg, lake)   # discover, frame (cached), collect the file summaries
-    write_bronze(lake, out)                # binlog_events, quarantine, then binlog_files
+    out = BronzeStage().build(ctx)   # discover, frame (checkpointed), summaries and facts
+    BronzeStage().write(ctx, out)    # binlog_events and quarantine, then binlog_files
 
 Framing runs in Spark tasks, one file per task (largest first, or a few small files packed
 together), each streaming its file through :func:`pipelines.bronze.framing.frame_file`; the
 framed rows are stored on local disk (an eager local checkpoint, row by row, so memory does
-not depend on file or event sizes) and the gates and the three writes read them from there.
+not depend on file or event sizes) and the writes read them from there.  The file summaries
+come back to the driver, which decides what only all files together tell:
+
+* **duplicates**: a file whose identity (``head_sha256``: its first events' bytes) equals an
+  ingested file's, or another new file's, is the same binlog under another name; the file
+  ingested first (among new ones, the one framed furthest, then the first path) keeps the
+  rows, the copy gets status ``duplicate``, no events, and a ``DUPLICATE_FILE`` quarantine row
+  (an error when the copy holds more than the file kept);
+* **a truncated first event** in a file that is not the newest of its server's sequence: the
+  server was done with that file, so it is ``corrupt`` (an error), not the active binlog.
 
 Idempotence: ``binlog_files`` is written last and is what the next run compares against.
 New and changed files replace all their rows (``file IN (...)``); a grown file replaces its
-rows from where it was resumed (``file = X AND offset >= R``) -- its quarantine rows too, which
-removes the truncation row the previous run left at ``R``, while rows before ``R`` stay.  A run
+rows from where it was resumed (``file = X AND offset >= R``) -- its quarantine rows too.  A run
 killed after any write redoes the same work from the same ``binlog_files`` and writes the same
 rows again.
 """
@@ -22,62 +30,68 @@ from __future__ import annotations
 
 import contextlib
 import time
-from collections import Counter
-from collections.abc import Callable
+from collections import Counter, defaultdict
 from dataclasses import dataclass, field
+from typing import Any
 
+import pandas as pd
 from pyspark import StorageLevel
 from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
 
-from conf import AppConfig
-from pipelines.bronze.discover import BINLOG_EVENTS_TABLE, BINLOG_FILES_TABLE, WorkItem, discover
-from pipelines.bronze.framing import STAGE
-from pipelines.bronze.schema import BINLOG_EVENTS, BINLOG_FILES, QUARANTINE
+from pipelines.bronze.discover import Discovery, ListedFile, WorkItem, discover, sequence_of, server_of
+from pipelines.bronze.framing import (
+    CORRUPT,
+    DUPLICATE,
+    ERROR,
+    STAGE,
+    TRUNCATED,
+    UNREADABLE,
+    UNREADABLE_FILE,
+    WARNING,
+    FileSummary,
+    file_problem,
+)
 from pipelines.bronze.transforms import (
     DEFAULT_BATCH_BYTES,
-    FRAMED,
+    SUMMARY_FIELDS,
     WORK_ITEMS,
     frame_files,
     framed_events,
-    framed_files,
     framed_quarantine,
     framed_summaries,
 )
-from pipelines.progress import file_predicate
-from pipelines.storage import Lakehouse, Table, hadoop_filesystem_options
-
-QUARANTINE_TABLE = Table.bronze("quarantine")
+from pipelines.progress import file_predicate, quote_literal
+from pipelines.stage import Built, Context
+from pipelines.storage import Write, hadoop_filesystem_options
+from pipelines.tables import BINLOG_EVENTS, BINLOG_FILES, QUARANTINE
 
 MAX_TASKS = 512
 """Most framing tasks per run; beyond it small files share tasks (balanced by size)."""
 
+DUPLICATE_FILE = "DUPLICATE_FILE"
+FIRST_EVENT_CUT = "TRUNCATED"
+
 
 @dataclass
-class BronzeOutput:
-    """What a bronze run frames; the frames are read from local disk until :meth:`unpersist`."""
+class BronzeOutput(Built):
+    """What a bronze build framed: the event frame on local disk, the ``binlog_files`` rows."""
 
-    files: list[str]
-    binlog_files: DataFrame
-    events: DataFrame
-    quarantine: DataFrame
-    replace_predicate: str
+    events: DataFrame | None = None
+    binlog_files: list[dict[str, Any]] = field(default_factory=list)
+    replace_predicate: str = "false"
     quarantine_predicate: str = "false"
     resumed: dict[str, int] = field(default_factory=dict)
-    """Grown files continued at an offset (file -> offset); the other files were framed whole."""
     framed: DataFrame | None = None
 
-    def unpersist(self) -> None:
+    def release(self) -> None:
         """Release the framing result stored on local disk (else freed when the session drops it)."""
+        super().release()
         if self.framed is None:
             return
-        # another plan shape (e.g. Spark Connect): Spark's cleaner frees the blocks later
-        with contextlib.suppress(Exception):
+        with contextlib.suppress(Exception):  # another plan shape: Spark's cleaner frees the blocks later
             self.framed._jdf.queryExecution().logical().rdd().unpersist(False)
         self.framed = None
-
-
-def _quote(value: str) -> str:
-    return "'" + value.replace("\\", "\\\\").replace("'", "\\'") + "'"
 
 
 def replace_predicates(whole: list[str], resumed: dict[str, int]) -> tuple[str, str]:
@@ -89,8 +103,8 @@ def replace_predicates(whole: list[str], resumed: dict[str, int]) -> tuple[str, 
     events: list[str] = [file_predicate(whole)] if whole else []
     quarantine: list[str] = list(events)
     for file, offset in sorted(resumed.items()):
-        events.append(f"(`file` = {_quote(file)} AND `offset` >= {offset})")
-        quarantine.append(f"(`file` = {_quote(file)} AND (`offset` IS NULL OR `offset` >= {offset}))")
+        events.append(f"(`file` = {quote_literal(file)} AND `offset` >= {offset})")
+        quarantine.append(f"(`file` = {quote_literal(file)} AND (`offset` IS NULL OR `offset` >= {offset}))")
     if not events:
         return "false", "false"
     return " OR ".join(events), f"`stage` = '{STAGE}' AND ({' OR '.join(quarantine)})"
@@ -113,16 +127,6 @@ def work_frame(spark: SparkSession, items: list[WorkItem], max_tasks: int = MAX_
     rows = [[item.row() for item in b] for b in bins]
     rdd = spark.sparkContext.parallelize(rows, len(rows)).flatMap(lambda b: b)
     return spark.createDataFrame(rdd, WORK_ITEMS)
-
-
-def _empty(spark: SparkSession) -> BronzeOutput:
-    return BronzeOutput(
-        files=[],
-        binlog_files=spark.createDataFrame([], BINLOG_FILES),
-        events=spark.createDataFrame([], BINLOG_EVENTS),
-        quarantine=spark.createDataFrame([], QUARANTINE),
-        replace_predicate="false",
-    )
 
 
 def byte_size(size: int) -> str:
@@ -151,68 +155,238 @@ def work_summary(items: list[WorkItem]) -> str:
     return f"{len(items)} file(s) to frame ({kinds}), {byte_size(to_read)} to read"
 
 
-def build_bronze(
-    spark: SparkSession, cfg: AppConfig, lake: Lakehouse, *, say: Callable[[str], None] | None = None
-) -> BronzeOutput:
-    """Discover and frame the files that are new, grown or changed since the last run.
+def _unlisted_summary(listed: ListedFile) -> FileSummary:
+    """The summary of a file the listing could not read at all (a dangling link)."""
+    return FileSummary(
+        listed.file,
+        listed.file_name,
+        listed.size,
+        listed.modification_time,
+        UNREADABLE,
+        error_code=UNREADABLE_FILE,
+        error_message=listed.problem,
+    )
 
-    ``say`` receives the milestones (what discovery found, framing done) as progress lines.
+
+def _file_row(summary: dict[str, Any], pattern: str | None, run_id: str) -> dict[str, Any]:
+    """A ``binlog_files`` row from a framing summary (as a dict)."""
+    row = {name: summary[name] for name in SUMMARY_FIELDS if name not in ("resumed_from", "problems")}
+    row["server"] = server_of(summary["file"], pattern)
+    row["sequence"] = sequence_of(summary["file_name"])
+    row["duplicate_of"] = None
+    row["run_id"] = run_id
+    return row
+
+
+def _framed_bytes(row: dict[str, Any]) -> int:
+    return int(row["framed_until"] or 0)
+
+
+def decide_duplicates(
+    rows: list[dict[str, Any]], known: dict[str, dict[str, Any]]
+) -> list[tuple[dict[str, Any], str, bool]]:
+    """Mark the copies among ``rows`` (new summaries): ``(row, the file kept, copy holds more)`` each.
+
+    A row is a copy when its ``head_sha256`` equals that of a file kept before (in ``known``,
+    not itself a duplicate, not this very file) or of another new row framed further (then the
+    first path).
     """
-    items = discover(spark, cfg.input, lake)
-    if say is not None:
-        say(work_summary(items) if items else "no new, grown or changed file")
-    if not items:
-        return _empty(spark)
-    started = time.monotonic()
-    batch_rows = int(spark.conf.get("spark.sql.execution.arrow.maxRecordsPerBatch") or 10_000)
-    framed = (
-        work_frame(spark, items)
-        .transform(
-            frame_files(
-                verify_checksums=cfg.decoder.verify_checksums,
-                batch_rows=max(1, batch_rows),
-                batch_bytes=DEFAULT_BATCH_BYTES,
-                filesystem_options=hadoop_filesystem_options(spark),
+    kept: dict[str, str] = {}
+    sizes: dict[str, int] = {}
+    for file, row in sorted(known.items()):
+        if row.get("head_sha256") and row["status"] != DUPLICATE:
+            kept.setdefault(row["head_sha256"], file)
+            sizes[file] = _framed_bytes(row)
+    copies = []
+    for row in sorted(rows, key=lambda r: (-_framed_bytes(r), r["file"])):
+        head = row.get("head_sha256")
+        if not head:
+            continue
+        first = kept.setdefault(head, row["file"])
+        sizes.setdefault(row["file"], _framed_bytes(row))
+        if first != row["file"]:
+            copies.append((row, first, _framed_bytes(row) > sizes[first]))
+    return copies
+
+
+def newest_in_sequence(rows: list[dict[str, Any]], known: dict[str, dict[str, Any]]) -> dict[str, int]:
+    """The highest sequence number of each server, over new rows and every ingested file."""
+    newest: dict[str, int] = defaultdict(lambda: -1)
+    for row in [*known.values(), *rows]:
+        if row.get("sequence") is not None and row.get("server") is not None:
+            newest[row["server"]] = max(newest[row["server"]], row["sequence"])
+    return dict(newest)
+
+
+def bronze_facts(rows: list[dict[str, Any]]) -> pd.DataFrame:
+    """Per file: what the bronze gate checks, from the summaries (no table is scanned)."""
+    frame = pd.DataFrame(
+        [
+            {
+                "file": r["file"],
+                "offset_gaps": r["offset_gaps"],
+                "unexplained_tail": int(r["status"] == "complete" and r["framed_until"] != r["size"]),
+                "unreadable": int(r["status"] in ("corrupt", "encrypted", "not_a_binlog", "unreadable")),
+                "checksum_failures": r["checksum_failures"],
+                "unknown_events": r["unknown_events"],
+            }
+            for r in rows
+        ],
+        columns=["file", "offset_gaps", "unexplained_tail", "unreadable", "checksum_failures", "unknown_events"],
+    )
+    return frame
+
+
+class BronzeStage:
+    """Bronze: the files and their events (see the module doc)."""
+
+    name = "bronze"
+
+    def build(self, ctx: Context) -> BronzeOutput:
+        """Discover and frame the files that are new, grown or changed since the last run."""
+        spark, cfg = ctx.spark, ctx.cfg
+        found: Discovery = discover(spark, cfg.input, ctx.lake)
+        ctx.state.know_files(found.known)
+        unreadable = [f for f in found.listed if f.problem is not None and _changed(f, found.known.get(f.file))]
+        items = [item for item in found.work if item.file not in {f.file for f in unreadable}]
+        ctx.say(work_summary(items) if items else "no new, grown or changed file")
+        summaries: list[dict[str, Any]] = [
+            {name: getattr(_unlisted_summary(f), name) for name in SUMMARY_FIELDS} for f in unreadable
+        ]
+        out = BronzeOutput(files=[])
+        if items:
+            started = time.monotonic()
+            out.framed = (
+                work_frame(spark, items)
+                .transform(
+                    frame_files(
+                        verify_checksums=cfg.decoder.verify_checksums,
+                        batch_rows=max(
+                            1, int(spark.conf.get("spark.sql.execution.arrow.maxRecordsPerBatch") or 10_000)
+                        ),
+                        batch_bytes=DEFAULT_BATCH_BYTES,
+                        filesystem_options=hadoop_filesystem_options(spark),
+                    )
+                )
+                # rows are stored one by one on local disk (a cache's column batches would hold 10 000
+                # rows, however large their bodies, in memory); eager: framing runs here, once
+                .localCheckpoint(eager=True, storageLevel=StorageLevel.DISK_ONLY)
             )
-        )
-        # rows are stored one by one on local disk (a cache's column batches would hold 10 000
-        # rows, however large their bodies, in memory); eager: framing runs here, once
-        .localCheckpoint(eager=True, storageLevel=StorageLevel.DISK_ONLY)
-    )
-    summaries = framed.transform(framed_summaries).select("file", "resumed_from").collect()
-    if say is not None:
-        say(f"framed {len(summaries)} file(s) in {time.monotonic() - started:.1f}s")
-    resumed = {row.file: row.resumed_from for row in summaries if row.resumed_from > 0}
-    whole = sorted(row.file for row in summaries if row.resumed_from == 0)
-    events_predicate, quarantine_predicate = replace_predicates(whole, resumed)
-    return BronzeOutput(
-        files=sorted(row.file for row in summaries),
-        binlog_files=framed.transform(framed_files),
-        events=framed.transform(framed_events),
-        quarantine=framed.transform(framed_quarantine),
-        replace_predicate=events_predicate,
-        quarantine_predicate=quarantine_predicate,
-        resumed=resumed,
-        framed=framed,
-    )
+            summaries += [row.asDict() for row in out.framed.transform(framed_summaries).collect()]
+            ctx.say(f"framed {len(summaries)} file(s) in {time.monotonic() - started:.1f}s")
+        if not summaries:
+            return out
+        self._decide(ctx, out, summaries, found, [f.file for f in unreadable])
+        return out
+
+    def _decide(
+        self, ctx: Context, out: BronzeOutput, summaries: list[dict[str, Any]], found: Discovery, unlisted: list[str]
+    ) -> None:
+        pattern = ctx.cfg.input.server_pattern
+        rows = [_file_row(s, pattern, ctx.run_id) for s in summaries]
+        unreadable = set(unlisted)
+        extra = [
+            file_problem(r["file"], r["file_name"], UNREADABLE_FILE, ERROR, f"{r['file_name']} is {r['error_message']}")
+            for r in rows
+            if r["file"] in unreadable
+        ]
+        copies = decide_duplicates(rows, found.known)
+        for row, original, longer in copies:
+            row["status"], row["duplicate_of"] = DUPLICATE, original
+            more = " and holds more bytes than it: keep this one instead by removing the other" if longer else ""
+            extra.append(
+                file_problem(
+                    row["file"],
+                    row["file_name"],
+                    DUPLICATE_FILE,
+                    ERROR if longer else WARNING,
+                    f"{row['file_name']} is the same binlog as {original} (same first events){more}; its events "
+                    "are not ingested again",
+                )
+            )
+        newest = newest_in_sequence(rows, found.known)
+        cut_first: list[str] = []
+        for row in rows:
+            not_newest = row["sequence"] is not None and row["sequence"] < newest.get(row["server"], -1)
+            if row["status"] == TRUNCATED and row["error_offset"] == 4 and not_newest:
+                row["status"] = CORRUPT
+                cut_first.append(row["file"])
+        duplicates = sorted(row["file"] for row, _, _ in copies)
+        reasons: Counter[tuple[str, str, str]] = Counter((q.stage, q.code, q.severity) for q in extra)
+        for summary in summaries:
+            if summary["file"] in duplicates:
+                continue
+            for key, n in (summary.get("problems") or {}).items():
+                code, severity = key.rsplit(" ", 1)
+                if summary["file"] in cut_first and code == FIRST_EVENT_CUT:
+                    severity = ERROR
+                reasons[(STAGE, code, severity)] += n
+        out.reasons = reasons
+        resumed = {s["file"]: s["resumed_from"] for s in summaries if s["resumed_from"]}
+        whole = sorted(s["file"] for s in summaries if not s["resumed_from"])
+        out.files = sorted(s["file"] for s in summaries)
+        out.binlog_files = rows
+        out.resumed = resumed
+        out.replace_predicate, out.quarantine_predicate = replace_predicates(whole, resumed)
+        out.facts = {"files": bronze_facts(rows)}
+        out.counts = {
+            "events_framed": sum(int(r["event_count"]) for r in rows)
+            - sum(int((s.get("resume_counts") or {}).get("event_count", 0)) for s in summaries if s["resumed_from"])
+        }
+        spark = ctx.spark
+        extra_rows = spark.createDataFrame([(*q, ctx.run_id) for q in extra], QUARANTINE.schema)
+        if out.framed is None:
+            out.events = spark.createDataFrame([], BINLOG_EVENTS.schema)
+            out.quarantine = extra_rows
+            return
+        events = out.framed.transform(framed_events(ctx.run_id))
+        if duplicates:
+            events = events.where(~F.col("file").isin(duplicates))
+        out.events = events
+        quarantine = out.framed.transform(framed_quarantine(ctx.run_id))
+        if cut_first:
+            first_cut = F.col("file").isin(cut_first) & (F.col("code") == FIRST_EVENT_CUT)
+            message = F.concat(
+                F.col("message"),
+                F.lit(": the first event claims more bytes than the file has, and newer files of its server exist"),
+            )
+            quarantine = quarantine.withColumn("severity", F.when(first_cut, F.lit(ERROR)).otherwise("severity"))
+            quarantine = quarantine.withColumn("message", F.when(first_cut, message).otherwise(F.col("message")))
+        if duplicates:
+            quarantine = quarantine.where(~F.col("file").isin(duplicates))
+        out.quarantine = quarantine.unionByName(extra_rows)
+
+    def write(self, ctx: Context, out: BronzeOutput) -> None:
+        """Events and quarantine rows, then ``binlog_files`` (last: it marks the files done)."""
+        if not out.files:
+            return
+        lake = ctx.lake
+        assert out.events is not None
+        writes = [Write(BINLOG_EVENTS, out.events, out.replace_predicate)]
+        if out.quarantine is not None:
+            writes.append(Write(QUARANTINE, out.quarantine, out.quarantine_predicate))
+        lake.write_all(writes)
+        files = ctx.spark.createDataFrame(out.binlog_files, BINLOG_FILES.schema)
+        lake.write(Write(BINLOG_FILES, files, file_predicate(row["file"] for row in out.binlog_files)))
+        ctx.state.update_files(out.binlog_files)
 
 
-def write_bronze(lake: Lakehouse, out: BronzeOutput) -> None:
-    """Write events, then quarantine rows, then ``binlog_files`` (last: it marks the files done)."""
-    if not out.files:
-        return
-    lake.replace_where(out.events, BINLOG_EVENTS_TABLE, out.replace_predicate)
-    lake.replace_where(out.quarantine, QUARANTINE_TABLE, out.quarantine_predicate)
-    lake.merge(out.binlog_files, BINLOG_FILES_TABLE, ["file"])
+def _changed(listed: ListedFile, previous: dict[str, Any] | None) -> bool:
+    return previous is None or (previous["size"], previous["modification_time"]) != (
+        listed.size,
+        listed.modification_time,
+    )
 
 
 __all__ = [
-    "FRAMED",
+    "MAX_TASKS",
     "BronzeOutput",
-    "build_bronze",
+    "BronzeStage",
+    "bronze_facts",
     "byte_size",
+    "decide_duplicates",
+    "newest_in_sequence",
     "replace_predicates",
     "work_frame",
     "work_summary",
-    "write_bronze",
 ]

@@ -1,44 +1,35 @@
 """Bronze transforms: frame the files of a work list in Spark tasks, split the result into the tables.
 
 :func:`frame_files` maps a frame of work items (``WORK_ITEMS``: one row per file to (re)frame,
-with where to start) to one frame of ``FRAMED`` rows with ``mapInArrow``.  Each task opens its
+with where to resume) to one frame of ``FRAMED`` rows with ``mapInArrow``.  Each task opens its
 files itself -- a local path or ``file:`` URI with ``open``, an object-store or HDFS URI with
-``pyarrow.fs`` configured from the job's Hadoop settings (:func:`open_binary`) -- and streams them through
-:func:`pipelines.bronze.framing.frame_file`; file contents never travel through Spark, only
-the framed rows do, in Arrow batches of bounded size (``batch_rows`` rows or ``batch_bytes`` of
-bodies, whichever comes first).
+``pyarrow.fs`` configured from the job's Hadoop settings (:func:`open_binary`) -- and streams them
+through :func:`pipelines.bronze.framing.frame_file`; file contents never travel through Spark,
+only the framed rows do, in Arrow batches of bounded size (``batch_rows`` rows or ``batch_bytes``
+of bodies, whichever comes first).
 
 ``FRAMED`` is a union: ``kind`` (``event`` | ``quarantine`` | ``file``) and one struct column
-per kind, null in the other kinds' rows.  :func:`framed_events`, :func:`framed_quarantine` and
-:func:`framed_files` select one kind with exactly the schema of its table.
+per kind, null in the other kinds' rows.  :func:`framed_events` and :func:`framed_quarantine`
+select one kind with exactly the schema of its table; the file summaries are collected by the
+stage, which decides duplicates before writing ``binlog_files``.
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Iterator, Mapping
-from datetime import UTC, datetime
 from typing import Any, BinaryIO, cast
 from urllib.parse import urlparse
 
 import pyarrow as pa
-from pyspark.sql import Column, DataFrame
+from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.pandas.types import to_arrow_schema
-from pyspark.sql.types import (
-    BinaryType,
-    BooleanType,
-    DataType,
-    IntegerType,
-    LongType,
-    StringType,
-    StructField,
-    StructType,
-    TimestampType,
-)
+from pyspark.sql.types import LongType, MapType, StringType, StructField, StructType, TimestampType
 
-from pipelines.bronze.framing import EventRow, FileFacts, FileSummary, QuarantineRow, frame_file
-from pipelines.bronze.schema import BINLOG_EVENTS, BINLOG_FILES, QUARANTINE
+from pipelines.bronze.framing import EventRow, FileSummary, QuarantineRow, ResumePoint, frame_file
 from pipelines.storage import open_arrow_input
+from pipelines.tables import BINLOG_EVENTS, BINLOG_FILES, QUARANTINE, conform
 
 WORK_ITEMS = StructType(
     [
@@ -46,24 +37,26 @@ WORK_ITEMS = StructType(
         StructField("file_name", StringType(), False),
         StructField("size", LongType(), False),  # length as listed: framing reads no further
         StructField("modification_time", TimestampType(), False),
-        StructField("start_offset", LongType(), False),  # 0, or framed_until of a grown file
-        StructField("format_description", StringType(), True),  # in force at start_offset
-        StructField("gtid", StringType(), True),  # in force at start_offset
-        StructField("prefix_sha256", StringType(), True),  # expected hash of [0, start_offset)
-        StructField("event_count", LongType(), True),  # previous summary facts, carried over
-        StructField("server_id", LongType(), True),
-        StructField("server_version", StringType(), True),
-        StructField("flavor", StringType(), True),
-        StructField("binlog_version", IntegerType(), True),
-        StructField("checksum_alg", StringType(), True),
-        StructField("first_timestamp", LongType(), True),
-        StructField("last_timestamp", LongType(), True),
+        StructField("resume", StringType(), True),  # ResumePoint as JSON; null: frame from the start
     ]
 )
-"""One file to frame, and from where (``start_offset`` > 4 resumes a grown file)."""
+"""One file to frame, and from where."""
 
-FILE_SUMMARY = StructType([*BINLOG_FILES.fields, StructField("resumed_from", LongType(), False)])
-"""``BINLOG_FILES`` plus where framing started (0, or the resume offset when the prefix matched)."""
+
+def _without_run_id(fields: list[StructField]) -> list[StructField]:
+    return [StructField(f.name, f.dataType, True) for f in fields if f.name != "run_id"]
+
+
+FILE_SUMMARY = StructType(
+    [
+        *(StructField(f.name, f.dataType, True) for f in BINLOG_FILES.schema.fields if f.name in FileSummary.__slots__),
+        StructField("resumed_from", LongType(), True),
+        StructField("problems", MapType(StringType(), LongType(), True), True),
+    ]
+)
+"""The ``binlog_files`` facts framing finds (the stage adds server, sequence, duplicates, run id)."""
+
+SUMMARY_FIELDS = [f.name for f in FILE_SUMMARY.fields]
 
 EVENT = "event"
 QUARANTINED = "quarantine"
@@ -72,8 +65,8 @@ FILE = "file"
 FRAMED = StructType(
     [
         StructField("kind", StringType(), False),
-        StructField(EVENT, BINLOG_EVENTS, True),
-        StructField(QUARANTINED, QUARANTINE, True),
+        StructField(EVENT, StructType(_without_run_id(BINLOG_EVENTS.schema.fields)), True),
+        StructField(QUARANTINED, StructType(_without_run_id(QUARANTINE.schema.fields)), True),
         StructField(FILE, FILE_SUMMARY, True),
     ]
 )
@@ -96,13 +89,43 @@ def open_binary(uri: str, filesystem_options: Mapping[str, str] | None = None) -
 
     >>> with open_binary("file:/var/log/mysql/mysql-bin.000001")() as stream:
     ...     magic = stream.read(4)
-    >>> read = open_binary("s3a://logs/mysql-bin.000001", {"fs.s3a.endpoint": "http://minio:9000"})
     """
     parsed = urlparse(uri)
     if parsed.scheme in ("", "file") or len(parsed.scheme) == 1:  # a Windows drive is no scheme
         path = parsed.path if parsed.scheme == "file" else uri
         return lambda: open(path, "rb")
     return open_arrow_input(uri, filesystem_options or {})
+
+
+def resume_json(point: ResumePoint) -> str:
+    """A resume point as the ``resume`` column of a work item."""
+    return json.dumps(
+        {
+            "offset": point.offset,
+            "format_descriptions": {str(k): v for k, v in point.format_descriptions.items()},
+            "gtid": point.gtid,
+            "prefix_sha256": point.prefix_sha256,
+            "counts": point.counts,
+            "head_sha256": point.head_sha256,
+            "facts": point.facts,
+        }
+    )
+
+
+def resume_point(text: str | None) -> ResumePoint | None:
+    """The resume point of a work item's ``resume`` column."""
+    if text is None:
+        return None
+    data = json.loads(text)
+    return ResumePoint(
+        offset=data["offset"],
+        format_descriptions={int(k): v for k, v in data["format_descriptions"].items()},
+        gtid=data["gtid"],
+        prefix_sha256=data["prefix_sha256"],
+        counts=data["counts"],
+        head_sha256=data["head_sha256"],
+        facts=data["facts"],
+    )
 
 
 class _Batcher:
@@ -113,7 +136,6 @@ class _Batcher:
         self.index = [field.name for field in _ARROW].index(kind)
         self.struct = cast(pa.StructType, _ARROW.field(kind).type)
         self.fields = [self.struct.field(i) for i in range(self.struct.num_fields)]
-        self.body_at = self.struct.get_field_index("body")
         self.max_rows = max_rows
         self.max_bytes = max_bytes
         self.rows: list[tuple[Any, ...]] = []
@@ -148,19 +170,8 @@ class _Batcher:
         return pa.RecordBatch.from_arrays(arrays, schema=_ARROW)
 
 
-def _facts(item: dict[str, Any]) -> FileFacts | None:
-    if item["event_count"] is None:
-        return None
-    return FileFacts(
-        item["event_count"],
-        item["server_id"],
-        item["server_version"],
-        item["flavor"],
-        item["binlog_version"],
-        item["checksum_alg"],
-        item["first_timestamp"],
-        item["last_timestamp"],
-    )
+def _summary_row(summary: FileSummary) -> tuple[Any, ...]:
+    return tuple(getattr(summary, name) for name in SUMMARY_FIELDS)
 
 
 def frame_batches(
@@ -170,10 +181,12 @@ def frame_batches(
     batch_rows: int = DEFAULT_BATCH_ROWS,
     batch_bytes: int = DEFAULT_BATCH_BYTES,
     filesystem_options: Mapping[str, str] | None = None,
+    spill_dir: str | None = None,
 ) -> Iterator[pa.RecordBatch]:
     """Frame every work item of ``items`` (``WORK_ITEMS`` batches) into ``FRAMED`` batches.
 
-    ``filesystem_options`` configures the reading of object-store URIs (see :func:`open_binary`).
+    ``filesystem_options`` configures the reading of object-store URIs (see :func:`open_binary`);
+    ``spill_dir``: where events of a transaction too large to wait in memory wait on disk.
     """
     events = _Batcher(EVENT, batch_rows, batch_bytes)
     quarantine = _Batcher(QUARANTINED, batch_rows, batch_bytes)
@@ -184,14 +197,11 @@ def frame_batches(
                 open_binary(item["file"], filesystem_options),
                 item["file"],
                 item["file_name"],
-                item["start_offset"],
-                item["format_description"],
-                verify_checksums,
-                gtid=item["gtid"],
-                prefix_sha256=item["prefix_sha256"],
-                previous=_facts(item),
+                resume=resume_point(item["resume"]),
+                verify_checksums=verify_checksums,
                 size=item["size"],
                 modification_time=item["modification_time"],
+                spill_dir=spill_dir,
             )
             for row in framed:
                 ready: pa.RecordBatch | None
@@ -200,8 +210,7 @@ def frame_batches(
                 elif type(row) is QuarantineRow:
                     ready = quarantine.add(row, len(row.body or b""))
                 else:
-                    summary = cast(FileSummary, row)
-                    ready = files.add((*summary.row(), summary.resumed_from), 0)
+                    ready = files.add(_summary_row(cast(FileSummary, row)), 0)
                 if ready is not None:
                     yield ready
             for batcher in (events, quarantine, files):
@@ -210,19 +219,28 @@ def frame_batches(
                     yield ready
 
 
+def _task_scratch() -> str | None:
+    """Spark's scratch folder of the running task's executor (None outside a Spark task)."""
+    try:
+        from pyspark import SparkFiles  # noqa: PLC0415 (only inside tasks)
+
+        return SparkFiles.getRootDirectory()
+    except Exception:
+        return None
+
+
 def frame_files(
     *,
     verify_checksums: bool = True,
     batch_rows: int = DEFAULT_BATCH_ROWS,
     batch_bytes: int = DEFAULT_BATCH_BYTES,
     filesystem_options: Mapping[str, str] | None = None,
+    spill_dir: str | None = None,
 ) -> Callable[[DataFrame], DataFrame]:
     """``WORK_ITEMS`` -> ``FRAMED``: frame each file in the task holding its work item.
 
     ``filesystem_options`` (plain data, shipped with the tasks) are the Hadoop settings for
     reading object-store URIs, from :func:`pipelines.storage.hadoop_filesystem_options` on the driver.
-
-    >>> framed = work_items.transform(frame_files(filesystem_options=hadoop_filesystem_options(spark)))
     """
     options = dict(filesystem_options or {})
 
@@ -233,6 +251,7 @@ def frame_files(
             batch_rows=batch_rows,
             batch_bytes=batch_bytes,
             filesystem_options=options,
+            spill_dir=spill_dir or _task_scratch(),
         )
 
     def transform(work: DataFrame) -> DataFrame:
@@ -241,60 +260,49 @@ def frame_files(
     return transform
 
 
-_ZERO: dict[type[DataType], object] = {
-    StringType: "",
-    BinaryType: bytearray(),
-    LongType: 0,
-    IntegerType: 0,
-    BooleanType: False,
-    TimestampType: datetime(1970, 1, 1, tzinfo=UTC),
-}
-
-
-def _field(kind: str, field: StructField) -> Column:
-    column = F.col(f"{kind}.{field.name}")
-    if not field.nullable:
-        # never null in rows of this kind; the coalesce only lets Spark know, so tables get NOT NULL
-        column = F.coalesce(column, F.lit(_ZERO[type(field.dataType)]).cast(field.dataType))
-    return column.alias(field.name)
-
-
-def _select(kind: str, schema: StructType) -> Callable[[DataFrame], DataFrame]:
+def _kind(kind: str) -> Callable[[DataFrame], DataFrame]:
     def transform(framed: DataFrame) -> DataFrame:
-        return framed.where(F.col(kind).isNotNull()).select(*(_field(kind, f) for f in schema.fields))
+        return framed.where(F.col("kind") == kind).select(f"{kind}.*")
 
     return transform
 
 
-def framed_events(framed: DataFrame) -> DataFrame:
-    """The ``binlog_events`` rows of a ``FRAMED`` frame (schema ``BINLOG_EVENTS``)."""
-    return framed.transform(_select(EVENT, BINLOG_EVENTS))
+def framed_events(run_id: str) -> Callable[[DataFrame], DataFrame]:
+    """The ``binlog_events`` rows of a ``FRAMED`` frame, written by run ``run_id``."""
+
+    def transform(framed: DataFrame) -> DataFrame:
+        events = framed.transform(_kind(EVENT)).withColumn("run_id", F.lit(run_id))
+        return events.transform(conform(BINLOG_EVENTS))
+
+    return transform
 
 
-def framed_quarantine(framed: DataFrame) -> DataFrame:
-    """The ``quarantine`` rows of a ``FRAMED`` frame (schema ``QUARANTINE``)."""
-    return framed.transform(_select(QUARANTINED, QUARANTINE))
+def framed_quarantine(run_id: str) -> Callable[[DataFrame], DataFrame]:
+    """The ``quarantine`` rows of a ``FRAMED`` frame, written by run ``run_id``."""
 
+    def transform(framed: DataFrame) -> DataFrame:
+        rows = framed.transform(_kind(QUARANTINED)).withColumn("run_id", F.lit(run_id))
+        return rows.transform(conform(QUARANTINE))
 
-def framed_files(framed: DataFrame) -> DataFrame:
-    """The ``binlog_files`` rows of a ``FRAMED`` frame (schema ``BINLOG_FILES``)."""
-    return framed.transform(_select(FILE, BINLOG_FILES))
+    return transform
 
 
 def framed_summaries(framed: DataFrame) -> DataFrame:
-    """The file rows with ``resumed_from`` (schema ``FILE_SUMMARY``)."""
-    return framed.transform(_select(FILE, FILE_SUMMARY))
+    """The file summaries of a ``FRAMED`` frame (schema ``FILE_SUMMARY``)."""
+    return framed.transform(_kind(FILE))
 
 
 __all__ = [
     "FILE_SUMMARY",
     "FRAMED",
+    "SUMMARY_FIELDS",
     "WORK_ITEMS",
     "frame_batches",
     "frame_files",
     "framed_events",
-    "framed_files",
     "framed_quarantine",
     "framed_summaries",
     "open_binary",
+    "resume_json",
+    "resume_point",
 ]

@@ -1,182 +1,470 @@
-"""Decoding rows events one at a time, each with its table map in force, inside Spark's Python workers.
+"""Rows events decoded once, straight into typed Arrow for their gold table, inside Spark's Python workers.
 
-Every input row (:data:`pipelines.gold.schema.ROWS_INPUT`) is a rows event that already carries
-the TABLE_MAP body in force for it (or null when none is) and both FORMAT_DESCRIPTIONs, so
-events decode independently of each other and of the file they come from: Spark can spread
-them over any partitioning.  The result is what :class:`binlog_core.decoder.BinlogDecoder`
-produces for the same event, row for row:
+Every input row (:data:`ROWS_INPUT`) is a rows event with the ``plan_key`` of the TABLE_MAP in
+force for it (silver's ``table_maps``, joined on the map's position that bronze recorded; null
+when none is).  A :class:`Plan` travels with the function for each key: the map's body, its
+FORMAT_DESCRIPTION and the schema-history columns silver resolved at it, plus where each of its
+columns lands in its gold table's typed images.  Events decode independently of each other and
+of the file they come from, so Spark can spread them over any partitioning.  The result is what
+:class:`binlog_core.decoder.BinlogDecoder` produces for the same event, row for row:
 
 * a rows event whose header does not decode, or which has no table map in force
   (``UNKNOWN_TABLE_ID``), or whose rows do not decode, yields one ``problem`` and no rows;
 * warnings (text kept as bytes) yield a ``problem`` of severity ``warning`` and the rows.
 
-Descriptions and plans are cached per worker: ``FormatDescription.from_json`` per string and one
-:class:`~binlog_core.rows.TablePlan` per (map body, description, names).
+One decode gives both renderings of a row change: the JSON text of ``changes`` (the values as
+:mod:`binlog_core.render` renders them) and the typed ``before``/``after`` structs of its gold
+table (:data:`CONVERTERS`: the decoder's values converted in Python, no text round trip).  The
+output is a union (:func:`decoded_schema`): common columns, and one struct column ``t<i>`` per
+gold table of the run, set only in that table's rows; each output batch holds one table's rows.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Iterator
-from dataclasses import replace
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from datetime import UTC, date, datetime
+from decimal import Decimal
 from typing import Any
 
 import pyarrow as pa
 from pyspark.sql.pandas.types import to_arrow_schema
+from pyspark.sql.types import (
+    ArrayType,
+    BinaryType,
+    IntegerType,
+    LongType,
+    StringType,
+    StructField,
+    StructType,
+    TimestampType,
+)
 
 from binlog_core.columns import ABSENT, DecodeOptions
 from binlog_core.constants import event_type_name
 from binlog_core.errors import BinlogError, UnknownTableIdError, as_event_problem
 from binlog_core.event import FormatDescription
-from binlog_core.render import render_image
+from binlog_core.render import json_diffs_value, render_image, render_value
 from binlog_core.rows import JsonPartialUpdate, Row, TablePlan, UndecodedText, decode_rows, decode_rows_header
 from binlog_core.table_map import Column, TableMap, decode_table_map
 from pipelines.gold.columns import completed_columns
-from pipelines.gold.schema import DECODED
-from pipelines.gold.types import column_kind
+from pipelines.gold.types import column_kind, conversion_of
+from pipelines.tables import XID_TYPE
 
-_OTHER_FORMS = (UndecodedText, JsonPartialUpdate)
-"""Values an image holds in another form: text whose bytes do not decode, a partial JSON update."""
+_NAMES = ArrayType(StringType(), True)
+_STR, _LONG, _INT = StringType(), LongType(), IntegerType()
 
-_CACHE_LIMIT = 4096
-"""Distinct descriptions and table plans kept per worker."""
+ROWS_INPUT = StructType(
+    [
+        StructField("file", _STR, False),
+        StructField("file_name", _STR, False),
+        StructField("offset", _LONG, False),
+        StructField("inner_index", _INT, True),
+        StructField("timestamp", _LONG, False),
+        StructField("event_type", _INT, False),
+        StructField("server_id", _LONG, False),
+        StructField("gtid", _STR, True),
+        StructField("xid", XID_TYPE, True),
+        StructField("trx_offset", _LONG, True),
+        StructField("trx_inner_index", _INT, True),
+        StructField("commit_timestamp", TimestampType(), True),
+        StructField("table_id", _LONG, True),
+        StructField("body", BinaryType(), False),
+        StructField("plan_key", _STR, True),  # null: no TABLE_MAP in force
+    ]
+)
+"""A rows event with the plan of the table map in force: what the distributed decoder reads."""
 
-_DECODED_FIELDS = [field.name for field in DECODED.fields]
-_HISTORY_FIELDS = ("name", "type", "charset", "collation")
+PASSED = ["file", "file_name", "offset", "inner_index", "gtid", "xid", "trx_offset", "trx_inner_index",
+          "commit_timestamp", "server_id"]  # fmt: skip
+"""Input columns every output row of an event carries as they are."""
 
-HistoryKey = tuple[tuple[str | None, ...], ...]
-"""Schema-history columns as a hashable cache key: ``(name, type, charset, collation)`` each."""
+COMMON = StructType(
+    [
+        StructField("kind", _STR, False),  # change | problem
+        *(ROWS_INPUT[name] for name in PASSED),
+        StructField("server", _STR, True),
+        StructField("row_index", _INT, True),
+        StructField("event_type", _STR, False),
+        StructField("event_timestamp", TimestampType(), False),
+        StructField("gold_table", _STR, True),
+        StructField("schema_name", _STR, True),
+        StructField("table_name", _STR, True),
+        StructField("table_id", _LONG, True),
+        StructField("op", _STR, True),
+        StructField("before", _STR, True),
+        StructField("after", _STR, True),
+        StructField("absent_before", _NAMES, True),
+        StructField("absent_after", _NAMES, True),
+        StructField("undecoded_before", _NAMES, True),
+        StructField("undecoded_after", _NAMES, True),
+        StructField("column_names", _NAMES, True),
+        StructField("column_kinds", _NAMES, True),
+        StructField("code", _STR, True),  # problems: BinlogError.code
+        StructField("severity", _STR, True),
+        StructField("path", _STR, True),
+        StructField("message", _STR, True),
+        StructField("problem_body", BinaryType(), True),
+    ]
+)
+"""The columns every decoded row has (``t<i>`` typed image columns follow)."""
 
 
-def history_key(columns: list[dict[str, Any]] | None) -> HistoryKey | None:
-    """The cache key of a row's ``history_columns`` (Arrow gives them as dicts)."""
-    if columns is None:
-        return None
-    return tuple(tuple(c.get(f) for f in _HISTORY_FIELDS) for c in columns)
+def decoded_schema(images: Sequence[StructType]) -> StructType:
+    """The decoder's output: :data:`COMMON` and ``t<i>: struct<before, after>`` per gold table ``i``."""
+    typed = [
+        StructField(f"t{i}", StructType([StructField("before", image, True), StructField("after", image, True)]), True)
+        for i, image in enumerate(images)
+    ]
+    return StructType([*COMMON.fields, *typed])
 
 
-def _arrow_schema() -> pa.Schema:
-    return to_arrow_schema(DECODED)
+# -- values ------------------------------------------------------------------------------------
+
+Convert = Callable[[object], object]
+"""A decoder value -> the typed field's value."""
+ConvertRaw = Callable[[object], tuple[object, object]]
+"""A decoder value -> (the typed field's value, the ``__raw`` companion's) for kinds that have one."""
+
+_BIT_SIGN = 1 << 63
 
 
-class _Table:
-    """A TABLE_MAP ready to decode rows: its plan, the names shown and each column's gold kind."""
-
-    __slots__ = ("columns", "kinds", "names", "plan", "table_map")
-
-    def __init__(self, table_map: TableMap, plan: TablePlan, columns: tuple[Column, ...]) -> None:
-        self.table_map = table_map
-        self.plan = plan
-        self.columns = columns
-        self.names = [c.display_name for c in columns]
-        self.kinds = [column_kind(c) for c in columns]
+def _same(value: object) -> object:
+    return value
 
 
-class RowsDecoder:
-    """Decodes rows events given with their table maps; one per Python worker (caches inside)."""
+def _bit(value: object) -> object:
+    """BIT(64) as the same 64 bits in a signed long (two's complement)."""
+    number = int(value)  # type: ignore[call-overload]
+    return number - (1 << 64) if number >= _BIT_SIGN else number
 
-    def __init__(self, options: DecodeOptions | None = None) -> None:
+
+def _decimal(value: object) -> object:
+    return Decimal(str(value))
+
+
+def _label(value: object) -> object:
+    """ENUM/SET: the label, or the index / bitmask as text when the file carries no labels."""
+    return value if isinstance(value, str) else str(value)
+
+
+def _vector(value: object) -> object:
+    return list(value)  # type: ignore[call-overload]
+
+
+def _other(value: object) -> object:
+    rendered = render_value(value)
+    return rendered if isinstance(rendered, str) else json.dumps(rendered)
+
+
+def _instant(value: object) -> tuple[object, object]:
+    """TIMESTAMP: MySQL's UTC text -> an aware datetime; a zero or invalid date stays text."""
+    try:
+        return datetime.fromisoformat(str(value)).replace(tzinfo=UTC), None
+    except ValueError:
+        return None, value
+
+
+def _wall_clock(value: object) -> tuple[object, object]:
+    """DATETIME: MySQL's text -> a datetime without zone; a zero or invalid date stays text."""
+    try:
+        return datetime.fromisoformat(str(value)), None
+    except ValueError:
+        return None, value
+
+
+def _date(value: object) -> tuple[object, object]:
+    try:
+        return date.fromisoformat(str(value)), None
+    except ValueError:
+        return None, value
+
+
+def _text(value: object) -> tuple[object, object]:
+    """Text: its string; bytes that did not decode in the column's charset go to ``__raw``."""
+    if isinstance(value, UndecodedText):
+        return None, bytes(value)
+    return value, None
+
+
+def _json(value: object) -> tuple[object, object]:
+    """JSON: MySQL's text of the document; a partial update's diffs (compact JSON) go to ``__raw``."""
+    if isinstance(value, JsonPartialUpdate):
+        return None, json.dumps(json_diffs_value(value), ensure_ascii=False, separators=(",", ":"))
+    return value, None
+
+
+CONVERTERS: dict[str, Convert] = {
+    "int": _same,
+    "decimal": _decimal,
+    "float": _same,
+    "double": _same,
+    "time": _same,
+    "year": _same,
+    "bit": _bit,
+    "enum": _label,
+    "set": _label,
+    "binary": _same,
+    "vector": _vector,
+    "other": _other,
+}
+"""Conversion (the first part of a gold kind) -> how a decoder value becomes the typed value."""
+
+RAW_CONVERTERS: dict[str, ConvertRaw] = {
+    "timestamp": _instant,
+    "datetime": _wall_clock,
+    "date": _date,
+    "text": _text,
+    "json": _json,
+}
+"""Conversions whose values may not fit the typed field: they also give the ``__raw`` companion."""
+
+
+def _converter(kind: str) -> tuple[Convert | None, ConvertRaw | None]:
+    conversion = conversion_of(kind)
+    if kind == "decimal:string":
+        return _same, None
+    if conversion in RAW_CONVERTERS:
+        return None, RAW_CONVERTERS[conversion]
+    return CONVERTERS.get(conversion, _other), None
+
+
+# -- plans -------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Plan:
+    """How the rows of one TABLE_MAP shape decode and where they land (built on the driver, shipped).
+
+    ``routes``: per map column, the index of its typed field in the table's image struct and
+    of its ``__raw`` companion (None when it has none).
+    """
+
+    map_body: bytes
+    fde: str
+    history: tuple[tuple[Any, ...], ...] | None
+    table: int
+    routes: tuple[tuple[int, int | None], ...]
+
+
+HISTORY_FIELDS = ("name", "type", "charset", "collation")
+"""What :func:`pipelines.gold.columns.completed_columns` reads of a schema-history column."""
+
+
+def table_map_of(map_body: bytes, fde_text: str, history: Iterable[Mapping[str, Any]] | None) -> TableMap:
+    """The decoded TABLE_MAP, its columns completed by the schema-history columns in force at it."""
+    table_map = decode_table_map(map_body, FormatDescription.from_json(fde_text))
+    specs = None if history is None else [dict(c) for c in history]
+    columns = completed_columns(table_map.columns, specs)
+    return table_map if columns == table_map.columns else replace(table_map, columns=columns)
+
+
+@dataclass
+class _Ready:
+    """A plan decoded in a worker: its table map, row plan, names, kinds and converters."""
+
+    table_map: TableMap
+    plan: TablePlan
+    fde: FormatDescription
+    columns: tuple[Column, ...]
+    names: list[str]
+    kinds: list[str]
+    table: int
+    width: int
+    routes: list[tuple[int, int | None, Convert | None, ConvertRaw | None]]
+
+
+@dataclass
+class _Rows:
+    """Output rows of one gold table (or the problems: table -1) for one input batch."""
+
+    events: list[int] = field(default_factory=list)
+    values: dict[str, list[Any]] = field(default_factory=dict)
+    before: list[list[Any] | None] = field(default_factory=list)
+    after: list[list[Any] | None] = field(default_factory=list)
+
+    def add(self, event: int, **values: Any) -> None:
+        self.events.append(event)
+        for name, value in values.items():
+            self.values.setdefault(name, []).append(value)
+
+
+class GoldDecoder:
+    """Decodes batches of :data:`ROWS_INPUT` rows into :func:`decoded_schema` batches (one per worker)."""
+
+    def __init__(
+        self,
+        plans: Mapping[str, Plan],
+        images: Sequence[StructType],
+        tables: Sequence[str],
+        servers: Mapping[str, str],
+        options: DecodeOptions | None = None,
+    ) -> None:
+        self.plans = plans
+        self.tables = tables
+        self.servers = servers
         self.options = options or DecodeOptions()
+        self.schema = to_arrow_schema(decoded_schema(images), timezone="UTC")
+        self.image_types = [self.schema.field(f"t{i}").type for i in range(len(images))]
+        self.widths = [len(image.fields) for image in images]
+        self._ready: dict[str, _Ready] = {}
         self._fdes: dict[str, FormatDescription] = {}
-        self._tables: dict[tuple[bytes, str, HistoryKey | None], _Table] = {}
 
     def fde(self, text: str) -> FormatDescription:
-        """The description stored as ``text`` (cached)."""
         found = self._fdes.get(text)
         if found is None:
-            if len(self._fdes) >= _CACHE_LIMIT:
-                self._fdes.clear()
             found = self._fdes[text] = FormatDescription.from_json(text)
         return found
 
-    def table(self, body: bytes, fde_text: str, history: HistoryKey | None) -> _Table:
-        """The decoded map and plan of a TABLE_MAP body, completed by the schema history (cached)."""
-        key = (body, fde_text, history)
-        found = self._tables.get(key)
+    def ready(self, key: str) -> _Ready:
+        """The plan of ``key``, decoded once per worker."""
+        found = self._ready.get(key)
         if found is None:
-            fde = self.fde(fde_text)
-            table_map = decode_table_map(body, fde)
-            specs = None if history is None else [dict(zip(_HISTORY_FIELDS, c, strict=True)) for c in history]
-            columns = completed_columns(table_map.columns, specs)
-            if columns != table_map.columns:
-                table_map = replace(table_map, columns=columns)
-            if len(self._tables) >= _CACHE_LIMIT:
-                self._tables.clear()
-            found = self._tables[key] = _Table(table_map, TablePlan(table_map, self.options, fde), columns)
+            plan = self.plans[key]
+            history = (
+                None if plan.history is None else [dict(zip(HISTORY_FIELDS, c, strict=True)) for c in plan.history]
+            )
+            table_map = table_map_of(plan.map_body, plan.fde, history)
+            columns = table_map.columns
+            kinds = [column_kind(c) for c in columns]
+            routes = [(typed, raw, *_converter(kind)) for (typed, raw), kind in zip(plan.routes, kinds, strict=True)]
+            fde = self.fde(plan.fde)
+            found = self._ready[key] = _Ready(
+                table_map,
+                TablePlan(table_map, self.options, fde),
+                fde,
+                columns,
+                [c.display_name for c in columns],
+                kinds,
+                plan.table,
+                self.widths[plan.table],
+                routes,
+            )
         return found
 
-    def decode_event(self, event: dict[str, Any]) -> list[dict[str, Any]]:
-        """The output rows (changes and problems) of one input row (a dict of ROWS_INPUT fields)."""
-        type_code = event["event_type"]
-        base = {
-            "file": event["file"],
-            "file_name": event["file_name"],
-            "offset": event["offset"],
-            "inner_index": event["inner_index"],
-            "event_type": event_type_name(type_code),
-            "gtid": event["gtid"],
-            "timestamp": event["timestamp"],
-            "server_id": event["server_id"],
-        }
-        problems: list[BinlogError] = []
-        out: list[dict[str, Any]] = []
-        try:
-            header = decode_rows_header(event["body"], type_code, self.fde(event["format_description"]))
-            if event["map_body"] is None:
-                raise UnknownTableIdError(f"table id {header.table_id} has no TABLE_MAP in force in this file")
-            history = history_key(event["history_columns"])
-            table = self.table(event["map_body"], event["map_format_description"], history)
-            pairs = decode_rows(header, table.plan, problems)
-        except BinlogError as exc:
-            problems = [as_event_problem(exc)]
-            pairs = []
+    def decode_batch(self, batch: pa.RecordBatch) -> Iterator[pa.RecordBatch]:
+        """Decode every rows event of a batch; one output batch per gold table met (and problems)."""
+        bodies = batch.column("body").to_pylist()
+        types = batch.column("event_type").to_pylist()
+        keys = batch.column("plan_key").to_pylist()
+        table_ids = batch.column("table_id").to_pylist()
+        out: dict[int, _Rows] = {}
+        for i, (body, type_code, key, table_id) in enumerate(zip(bodies, types, keys, table_ids, strict=True)):
+            problems: list[BinlogError] = []
+            try:
+                if key is None:
+                    raise UnknownTableIdError(f"table id {table_id} has no TABLE_MAP in force in this file")
+                ready = self.ready(key)
+                header = decode_rows_header(body, type_code, ready.fde)
+                pairs = decode_rows(header, ready.plan, problems)
+            except BinlogError as exc:
+                problems = [as_event_problem(exc)]
+                pairs = []
+            else:
+                rows = out.setdefault(ready.table, _Rows())
+                op = header.kind.op
+                for index, (before, after) in enumerate(pairs):
+                    rows.add(
+                        i,
+                        row_index=index,
+                        op=op,
+                        before=_json_text(before, ready.columns),
+                        after=_json_text(after, ready.columns),
+                        absent_before=_absent(before, ready.names),
+                        absent_after=_absent(after, ready.names),
+                        undecoded_before=_undecoded(before, ready.names),
+                        undecoded_after=_undecoded(after, ready.names),
+                        column_names=ready.names,
+                        column_kinds=ready.kinds,
+                        schema_name=ready.table_map.schema,
+                        table_name=ready.table_map.table,
+                        table_id=ready.table_map.table_id,
+                    )
+                    rows.before.append(_typed(before, ready))
+                    rows.after.append(_typed(after, ready))
+            if problems:
+                bad = out.setdefault(-1, _Rows())
+                name = event_type_name(type_code)
+                for problem in problems:
+                    bad.add(
+                        i,
+                        code=problem.code,
+                        severity=problem.severity,
+                        path=" -> ".join([name, *problem.path]),
+                        message=problem.message,
+                        problem_body=body if problem.severity == "error" else None,
+                        table_id=table_id,
+                    )
+        for table, rows in sorted(out.items()):
+            yield self._batch(batch, table, rows)
+
+    def _batch(self, batch: pa.RecordBatch, table: int, rows: _Rows) -> pa.RecordBatch:
+        n = len(rows.events)
+        take = pa.array(rows.events, type=pa.int32())
+        schema = self.schema
+        arrays: list[pa.Array] = []
+        for arrow_field in schema:
+            name = arrow_field.name
+            if name in PASSED:
+                arrays.append(batch.column(name).take(take))
+            elif name == "kind":
+                arrays.append(pa.array(["change" if table >= 0 else "problem"] * n, type=pa.string()))
+            elif name == "server":
+                files = batch.column("file").take(take).to_pylist()
+                arrays.append(pa.array([self.servers.get(f) for f in files], type=pa.string()))
+            elif name == "event_type":
+                codes = batch.column("event_type").take(take).to_pylist()
+                arrays.append(pa.array([event_type_name(c) for c in codes], type=pa.string()))
+            elif name == "event_timestamp":
+                seconds = batch.column("timestamp").take(take).to_pylist()
+                arrays.append(pa.array([s * 1_000_000 for s in seconds], type=arrow_field.type))
+            elif name == "gold_table":
+                arrays.append(pa.array([self.tables[table] if table >= 0 else None] * n, type=pa.string()))
+            elif name.startswith("t") and name[1:].isdigit():
+                index = int(name[1:])
+                if index != table:
+                    arrays.append(pa.nulls(n, type=arrow_field.type))
+                else:
+                    arrays.append(self._images(rows, arrow_field.type))
+            elif name in rows.values:
+                arrays.append(pa.array(rows.values[name], type=arrow_field.type))
+            else:
+                arrays.append(pa.nulls(n, type=arrow_field.type))
+        return pa.RecordBatch.from_arrays(arrays, schema=schema)
+
+    def _images(self, rows: _Rows, struct_type: pa.StructType) -> pa.Array:
+        sides = []
+        for side, images in (("before", rows.before), ("after", rows.after)):
+            image_type: pa.StructType = struct_type.field(side).type
+            children = [
+                pa.array([None if image is None else image[k] for image in images], type=image_type.field(k).type)
+                for k in range(image_type.num_fields)
+            ]
+            mask = pa.array([image is None for image in images], type=pa.bool_())
+            sides.append(pa.StructArray.from_arrays(children, fields=list(image_type), mask=mask))
+        return pa.StructArray.from_arrays(sides, fields=list(struct_type))
+
+
+def _typed(image: Row | None, ready: _Ready) -> list[Any] | None:
+    """The typed struct values of one image, in the table's field order (None: no image)."""
+    if image is None:
+        return None
+    values: list[Any] = [None] * ready.width
+    for value, (typed, raw, convert, convert_raw) in zip(image, ready.routes, strict=False):
+        if value is None or value is ABSENT:
+            continue
+        if convert is not None:
+            values[typed] = convert(value)
         else:
-            tm = table.table_map
-            for index, (before, after) in enumerate(pairs):
-                out.append(
-                    {
-                        **base,
-                        "kind": "change",
-                        "row_index": index,
-                        "schema_name": tm.schema,
-                        "table_name": tm.table,
-                        "table_id": tm.table_id,
-                        "op": header.kind.op,
-                        "before": _image_json(before, table.columns),
-                        "after": _image_json(after, table.columns),
-                        "absent_before": _absent(before, table.names),
-                        "absent_after": _absent(after, table.names),
-                        "undecoded_before": _undecoded(before, table.names),
-                        "undecoded_after": _undecoded(after, table.names),
-                        "column_names": table.names,
-                        "column_kinds": table.kinds,
-                    }
-                )
-        for problem in problems:
-            out.append(
-                {
-                    **base,
-                    "kind": "problem",
-                    "code": problem.code,
-                    "severity": problem.severity,
-                    "path": " -> ".join([base["event_type"], *problem.path]),
-                    "message": problem.message,
-                    "problem_body": event["body"] if problem.severity == "error" else None,
-                }
-            )
-        return out
-
-    def decode_batch(self, batch: pa.RecordBatch) -> pa.RecordBatch:
-        """Decode every rows event of an Arrow batch of ROWS_INPUT rows."""
-        rows: list[dict[str, Any]] = []
-        for event in batch.to_pylist():
-            rows.extend(self.decode_event(event))
-        return pa.RecordBatch.from_pylist(
-            [{name: row.get(name) for name in _DECODED_FIELDS} for row in rows], schema=_arrow_schema()
-        )
+            assert convert_raw is not None
+            values[typed], kept = convert_raw(value)
+            if raw is not None:
+                values[raw] = kept
+    return values
 
 
-def _image_json(image: Row | None, columns: tuple[Column, ...]) -> str | None:
+def _json_text(image: Row | None, columns: tuple[Column, ...]) -> str | None:
     rendered = render_image(image, columns)
     return None if rendered is None else json.dumps(rendered, ensure_ascii=False)
 
@@ -187,6 +475,10 @@ def _absent(image: Row | None, names: list[str]) -> list[str] | None:
     return [name for name, value in zip(names, image, strict=False) if value is ABSENT]
 
 
+_OTHER_FORMS = (UndecodedText, JsonPartialUpdate)
+"""Values an image holds in another form: text whose bytes do not decode, a partial JSON update."""
+
+
 def _undecoded(image: Row | None, names: list[str]) -> list[str] | None:
     """Columns whose image holds another form than the value: text kept as bytes, JSON diffs."""
     if image is None:
@@ -194,15 +486,33 @@ def _undecoded(image: Row | None, names: list[str]) -> list[str] | None:
     return [name for name, value in zip(names, image, strict=False) if isinstance(value, _OTHER_FORMS)]
 
 
-def decode_partition(options: DecodeOptions) -> Any:
-    """The ``mapInArrow`` function: decode each batch of a partition with one :class:`RowsDecoder`."""
+def decode_partition(
+    plans: Mapping[str, Plan],
+    images: Sequence[StructType],
+    tables: Sequence[str],
+    servers: Mapping[str, str],
+    options: DecodeOptions,
+) -> Callable[[Iterable[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
+    """The ``mapInArrow`` function: decode each batch of a partition with one :class:`GoldDecoder`."""
 
     def run(batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        decoder = RowsDecoder(options)
+        decoder = GoldDecoder(plans, images, tables, servers, options)
         for batch in batches:
-            yield decoder.decode_batch(batch)
+            yield from decoder.decode_batch(batch)
 
     return run
 
 
-__all__ = ["RowsDecoder", "decode_partition"]
+__all__ = [
+    "COMMON",
+    "CONVERTERS",
+    "HISTORY_FIELDS",
+    "PASSED",
+    "RAW_CONVERTERS",
+    "ROWS_INPUT",
+    "GoldDecoder",
+    "Plan",
+    "decode_partition",
+    "decoded_schema",
+    "table_map_of",
+]

@@ -16,10 +16,9 @@ INT / BIGINT                                                 UNSIGNED: the next 
                                                              (signedness unknown: signed)
 DECIMAL(p,s)                    ``decimal(p,s)``             p > 38: string of the exact digits
 FLOAT / DOUBLE                  float / double               FLOAT exactly the stored float32
-DATETIME / TIMESTAMP            timestamp                    the value unchanged (TIMESTAMP is UTC
-                                                             epoch; DATETIME's wall clock read as
-                                                             UTC: gold runs with session time zone
-                                                             UTC); ``<col>__raw`` string
+DATETIME                        timestamp_ntz                a wall-clock value with no zone, as the
+                                                             server stored it; ``<col>__raw`` string
+TIMESTAMP                       timestamp                    an instant (UTC); ``<col>__raw`` string
 DATE                            date                         ``<col>__raw`` string
 TIME                            string                       ``[-]HH[H]:MM:SS[.ffffff]`` as MySQL
                                                              prints it (negative and > 24 h kept)
@@ -65,6 +64,7 @@ from pyspark.sql.types import (
     LongType,
     ShortType,
     StringType,
+    TimestampNTZType,
     TimestampType,
 )
 
@@ -111,8 +111,8 @@ _FIXED_KINDS: dict[int, str] = {
     ColumnType.DOUBLE: "double:double",
     ColumnType.TIMESTAMP: "timestamp:timestamp",
     ColumnType.TIMESTAMP2: "timestamp:timestamp",
-    ColumnType.DATETIME: "timestamp:timestamp",
-    ColumnType.DATETIME2: "timestamp:timestamp",
+    ColumnType.DATETIME: "datetime:timestamp_ntz",
+    ColumnType.DATETIME2: "datetime:timestamp_ntz",
     ColumnType.DATE: "date:date",
     ColumnType.NEWDATE: "date:date",
     ColumnType.TIME: "time:string",
@@ -134,6 +134,7 @@ _SPARK_TYPES: dict[str, DataType] = {
     "float": FloatType(),
     "double": DoubleType(),
     "timestamp": TimestampType(),
+    "timestamp_ntz": TimestampNTZType(),
     "date": DateType(),
     "string": StringType(),
     "binary": BinaryType(),
@@ -143,6 +144,7 @@ _DECIMAL = re.compile(r"^decimal\((\d+),(\d+)\)$")
 
 RAW_TYPES: dict[str, DataType] = {
     "timestamp": StringType(),
+    "datetime": StringType(),
     "date": StringType(),
     "text": BinaryType(),
     "json": StringType(),

@@ -19,27 +19,11 @@ import posixpath
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
-from pyspark.sql import DataFrame, SparkSession
-from pyspark.sql.types import BooleanType, StringType, StructField, StructType, TimestampType
+import pandas as pd
 
 from conf.models import QualitySettings
 from pipelines.quality.gx import CheckResult, validate
 from pipelines.quality.rules import RULES, Action
-
-GATE_RESULTS = StructType(
-    [
-        StructField("run_id", StringType(), False),
-        StructField("gate", StringType(), False),
-        StructField("check", StringType(), False),
-        StructField("success", BooleanType(), False),
-        StructField("action", StringType(), False),
-        StructField("observed", StringType(), False),
-        StructField("details", StringType(), False),
-        StructField("description", StringType(), False),
-        StructField("checked_at", TimestampType(), False),
-    ]
-)
-"""One row per check and run (``gate_results`` in the quality database)."""
 
 
 class GateFailed(RuntimeError):
@@ -63,7 +47,7 @@ class GateOutcome:
         """Checks that flag bad input (the run goes on)."""
         return [r.rule.name for r, action in self.results if not r.success and action == "quarantine"]
 
-    def quarantine_rows(self) -> list[dict[str, object]]:
+    def quarantine_rows(self, run_id: str) -> list[dict[str, object]]:
         """``quarantine`` rows (bronze ``QUARANTINE`` columns) of every file failing a quarantine check.
 
         >>> outcome.quarantine_rows()[0]["code"], outcome.quarantine_rows()[0]["message"]
@@ -94,6 +78,7 @@ class GateOutcome:
                             f"{failing.get(rule.column)}; {rule.description}"
                         ),
                         "body": None,
+                        "run_id": run_id,
                     }
                 )
         return rows
@@ -126,14 +111,12 @@ def gate_code(rule: str) -> str:
     return f"GATE_{rule.upper()}"
 
 
-def run_gate(spark: SparkSession, gate: str, facts: dict[str, DataFrame], settings: QualitySettings) -> GateOutcome:
-    """Check ``facts`` (small frames, collected to pandas) with the rules of ``gate``."""
-    del spark  # facts are already bound to the session
+def run_gate(gate: str, facts: dict[str, pd.DataFrame], settings: QualitySettings) -> GateOutcome:
+    """Check ``facts`` (small pandas frames the stage computed) with the rules of ``gate``."""
     rules = [r for r in RULES if r.gate == gate and r.name not in settings.disabled]
-    frames = {name: frame.toPandas() for name, frame in facts.items()}
-    results = validate(frames, rules)
+    results = validate(facts, rules)
     actions: dict[str, Action] = {str(k): v for k, v in settings.actions.items()}
     return GateOutcome(gate, [(r, actions.get(r.rule.name, r.rule.action)) for r in results])
 
 
-__all__ = ["GATE_RESULTS", "GateFailed", "GateOutcome", "gate_code", "run_gate"]
+__all__ = ["GateFailed", "GateOutcome", "gate_code", "run_gate"]

@@ -1,14 +1,16 @@
 """Python-side decoding for silver: TABLE_MAP and QUERY bodies, one bronze row at a time.
 
 These functions run in Spark's Python workers (``mapInArrow``) and use ``binlog_core`` only;
-nothing here needs the order of a file (the in-force ranges are computed afterwards by window
-functions, see :mod:`pipelines.silver.transforms`).  Rows events are never decoded here.
+nothing here needs the order of a file: bronze recorded it (each map's in-force range and rows
+events, each query's transaction) and it is passed through.  Rows events are never decoded here.
 
-``FormatDescription.from_json`` is cached by its string (a file has one or a few).
+A row names its FORMAT_DESCRIPTION by ``(file, fde_offset)``; the descriptions of the files
+being built travel with the function (:class:`Descriptions`), each parsed once per worker.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections.abc import Iterator
 from functools import lru_cache
@@ -57,20 +59,25 @@ def description(text: str) -> FormatDescription:
     return FormatDescription.from_json(text)
 
 
-def _event(row: dict[str, Any]) -> Event:
+Descriptions = dict[tuple[str, int], str]
+"""``(file, fde_offset) -> FORMAT_DESCRIPTION JSON`` (``binlog_files.format_descriptions``)."""
+
+
+def _event(row: dict[str, Any], fde_text: str) -> Event:
     """An :class:`Event` for a bronze row (header fields as bronze stored them)."""
     header = EventHeader(
         row["timestamp"], row["event_type"], row["server_id"], row["event_size"], row["log_pos"], row["flags"]
     )
-    return Event(
-        row["file_name"],
-        row["offset"],
-        row["inner_index"],
-        header,
-        row["body"],
-        description(row["format_description"]),
-        None,
-    )
+    return Event(row["file_name"], row["offset"], row["inner_index"], header, row["body"], description(fde_text), None)
+
+
+def shape_key(body: bytes, fde_text: str) -> str:
+    """A hash of what a TABLE_MAP's rows decode with, past its table id: the body after the id, and
+    the FORMAT_DESCRIPTION (the table id differs from file to file; the plan does not)."""
+    id_len = 4 if description(fde_text).post_header_len(EventType.TABLE_MAP) == 6 else 6
+    digest = hashlib.sha256(body[id_len:])
+    digest.update(fde_text.encode())
+    return digest.hexdigest()[:32]
 
 
 # -- MySQL type text of a TABLE_MAP column ---------------------------------------------------------
@@ -214,13 +221,26 @@ def _map_columns(table_map: TableMap, flavor: Flavor) -> list[dict[str, Any]]:
     return out
 
 
-def map_row(row: dict[str, Any], table_map: TableMap, flavor: Flavor) -> dict[str, Any]:
-    """A ``table_maps`` row (in-force range and rows-event count still empty) for a decoded map."""
+_PASSED = (
+    "file",
+    "file_name",
+    "offset",
+    "inner_index",
+    "in_force_until",
+    "in_force_until_inner_index",
+    "ended_by",
+    "rows_events",
+    "shape_changed",
+    "fde_offset",
+    "body",
+)
+"""Bronze columns of a TABLE_MAP row that ``table_maps`` keeps as they are."""
+
+
+def map_row(row: dict[str, Any], table_map: TableMap, flavor: Flavor, fde_text: str) -> dict[str, Any]:
+    """A ``table_maps`` row (names not resolved yet) for a decoded map."""
     return {
-        "file": row["file"],
-        "file_name": row["file_name"],
-        "offset": row["offset"],
-        "inner_index": row["inner_index"],
+        **{name: row[name] for name in _PASSED},
         "table_id": table_map.table_id,
         "flags": table_map.flags,
         "schema_name": table_map.schema,
@@ -234,8 +254,7 @@ def map_row(row: dict[str, Any], table_map: TableMap, flavor: Flavor) -> dict[st
         "unknown_optional": [{"field_type": t, "value": v} for t, v in table_map.unknown_optional],
         "fingerprint": table_map.fingerprint,
         "in_force_from": row["offset"],
-        "body": row["body"],
-        "format_description": row["format_description"],
+        "shape_key": shape_key(row["body"], fde_text),
         "event_type_name": "TABLE_MAP",
     }
 
@@ -252,6 +271,7 @@ def _error_row(row: dict[str, Any], exc: BinlogError, event_type_name: str) -> d
         "problem_message": exc.message,
         "problem_path": " -> ".join(exc.path) or None,
         "body": row["body"],
+        "rows_events": row.get("rows_events"),
     }
 
 
@@ -259,20 +279,24 @@ def _batch(rows: list[dict[str, Any]], schema: pa.Schema) -> pa.RecordBatch:
     return pa.RecordBatch.from_pylist([{name: r.get(name) for name in schema.names} for r in rows], schema=schema)
 
 
-def table_map_rows(batches: Iterator[pa.RecordBatch], schema: pa.Schema) -> Iterator[pa.RecordBatch]:
+def table_map_rows(
+    batches: Iterator[pa.RecordBatch], schema: pa.Schema, fdes: Descriptions
+) -> Iterator[pa.RecordBatch]:
     """``mapInArrow``: bronze TABLE_MAP events -> ``table_maps``-shaped rows and error rows.
 
     An error row has ``problem_code``/``problem_message``/``problem_path`` set (and the event's
-    body); a map with a warning (an optional-metadata field of an unknown type, kept raw) gives
-    its map row and a warning row (``problem_severity = 'warning'``).  The same body under the
-    same FORMAT_DESCRIPTION is decoded once per partition.
+    body and the rows events that read with the map); a map with a warning (an
+    optional-metadata field of an unknown type, kept raw) gives its map row and a warning row
+    (``problem_severity = 'warning'``).  The same body under the same FORMAT_DESCRIPTION is
+    decoded once per partition.
     """
     cache: dict[tuple[bytes, str], TableMap] = {}
     for batch in batches:
         out = []
         for row in batch.to_pylist():
-            key = (row["body"], row["format_description"])
-            fde = description(row["format_description"])
+            fde_text = fdes[(row["file"], row["fde_offset"])]
+            key = (row["body"], fde_text)
+            fde = description(fde_text)
             try:
                 table_map = cache.get(key) or decode_table_map(row["body"], fde)
             except BinlogError as exc:
@@ -281,7 +305,7 @@ def table_map_rows(batches: Iterator[pa.RecordBatch], schema: pa.Schema) -> Iter
             if len(cache) > 4096:
                 cache.clear()
             cache[key] = table_map
-            out.append(map_row(row, table_map, fde.flavor))
+            out.append(map_row(row, table_map, fde.flavor, fde_text))
             out += [_error_row(row, warning, "TABLE_MAP") for warning in optional_metadata_warnings(table_map)]
         if out:
             yield _batch(out, schema)
@@ -316,13 +340,13 @@ def status_vars(query: QueryEvent) -> tuple[dict[str, str], str]:
     return as_text, json.dumps(present, sort_keys=True)
 
 
-def query_rows(batches: Iterator[pa.RecordBatch], schema: pa.Schema) -> Iterator[pa.RecordBatch]:
+def query_rows(batches: Iterator[pa.RecordBatch], schema: pa.Schema, fdes: Descriptions) -> Iterator[pa.RecordBatch]:
     """``mapInArrow``: QUERY-shaped bronze events -> ``ddl_events`` rows (without DDL replay) and error rows."""
     for batch in batches:
         out = []
         for row in batch.to_pylist():
             try:
-                body = decode_body(_event(row))
+                body = decode_body(_event(row, fdes[(row["file"], row["fde_offset"])]))
             except BinlogError as exc:
                 out.append(_error_row(row, as_event_problem(exc), row["event_type_name"]))
                 continue
@@ -332,14 +356,7 @@ def query_rows(batches: Iterator[pa.RecordBatch], schema: pa.Schema) -> Iterator
             variables, variables_json = status_vars(body)
             out.append(
                 {
-                    "file": row["file"],
-                    "file_name": row["file_name"],
-                    "offset": row["offset"],
-                    "inner_index": row["inner_index"],
-                    "timestamp": row["timestamp"],
-                    "server_id": row["server_id"],
-                    "gtid": row["gtid"],
-                    "event_type_name": row["event_type_name"],
+                    **{name: row[name] for name in _QUERY_PASSED},
                     "thread_id": body.thread_id,
                     "exec_time": body.exec_time,
                     "error_code": body.error_code,
@@ -356,12 +373,29 @@ def query_rows(batches: Iterator[pa.RecordBatch], schema: pa.Schema) -> Iterator
             yield _batch(out, schema)
 
 
+_QUERY_PASSED = (
+    "file",
+    "file_name",
+    "offset",
+    "inner_index",
+    "timestamp",
+    "server_id",
+    "gtid",
+    "trx_offset",
+    "commit_timestamp",
+    "event_type_name",
+)
+"""Bronze columns of a QUERY row that ``ddl_events`` keeps as they are."""
+
+
 __all__ = [
     "ROWS_EVENT_TYPES",
+    "Descriptions",
     "description",
     "map_row",
     "mysql_type",
     "query_rows",
+    "shape_key",
     "status_vars",
     "table_map_rows",
 ]

@@ -28,13 +28,31 @@ from typing import Any
 
 from pipelines.silver.ddl import ColumnSpec, DdlResult, SchemaRegistry
 
-Position = tuple[str, int, int]
-"""``(file, offset, inner index)`` with ``""``/``-1`` for missing parts: sorts like the binlog."""
+Position = tuple[int, str, int, int]
+"""``(sequence, file, offset, inner index)``, ``-1``/``""`` for missing parts: sorts like one server's
+binlog (a seed version, without a position, sorts first)."""
+
+Key = tuple[str, int, int]
+"""``(file, offset, inner index)``: names an event."""
 
 
-def position_key(file: str | None, offset: int | None, inner_index: int | None) -> Position:
-    """The sort key of a binlog position (a seed version, without a position, sorts first)."""
-    return (file or "", -1 if offset is None else offset, -1 if inner_index is None else inner_index)
+def position_key(
+    file: str | None, offset: int | None, inner_index: int | None, sequence: int | None = None
+) -> Position:
+    """The sort key of a binlog position within one server (a seed version sorts first)."""
+    if file is None:
+        return (-2, "", -1, -1)
+    return (
+        -1 if sequence is None else sequence,
+        file,
+        -1 if offset is None else offset,
+        -1 if inner_index is None else inner_index,
+    )
+
+
+def event_key(file: str, offset: int, inner_index: int | None) -> Key:
+    """The key of an event's replay result."""
+    return (file, offset, -1 if inner_index is None else inner_index)
 
 
 def spec_column(position: int, spec: ColumnSpec) -> dict[str, Any]:
@@ -46,6 +64,8 @@ def spec_column(position: int, spec: ColumnSpec) -> dict[str, Any]:
         "nullable": spec.nullable,
         "charset": spec.charset,
         "collation": spec.collation,
+        "default": None,
+        "primary_key": None,
     }
 
 
@@ -68,6 +88,7 @@ class _History:
             "schema_name": schema,
             "table_name": table,
             "version": (previous["version"] + 1) if previous is not None else 1,
+            "valid_from_sequence": at.get("sequence"),
             "valid_from_file": at.get("file"),
             "valid_from_offset": at.get("offset"),
             "valid_from_inner_index": at.get("inner_index"),
@@ -129,12 +150,14 @@ def replay_history(
     seed: SchemaRegistry | None,
     ddl: Iterable[Mapping[str, Any]],
     map_shapes: Iterable[Mapping[str, Any]],
-) -> tuple[list[dict[str, Any]], dict[Position, DdlResult]]:
-    """``schema_history`` rows and each DDL event's replay result (keyed by :func:`position_key`).
+) -> tuple[list[dict[str, Any]], dict[Key, DdlResult]]:
+    """``schema_history`` rows of one server and each DDL event's replay result (keyed by :func:`event_key`).
 
-    ``ddl``: DDL events (``file, offset, inner_index, default_schema, statement``);
-    ``map_shapes``: table maps with names where a table's shape may change (``file, offset,
-    inner_index, schema_name, table_name, fingerprint, columns``: schema-history columns).
+    ``ddl``: DDL events (``file, offset, inner_index, default_schema, statement``, and the file's
+    ``sequence``); ``map_shapes``: table maps with names where a table's shape may change
+    (``file, offset, inner_index, sequence, schema_name, table_name, fingerprint, columns``:
+    schema-history columns).  Each version's ``valid_to_*`` is where the next version of its
+    table starts (null: still in force).
     Versions are numbered from 1 per table (names compared case-insensitively, as MySQL does
     on Linux for schemas only - good enough for a history keyed by what the binlog says).
     """
@@ -145,12 +168,12 @@ def replay_history(
             registry.tables[(schema, table)] = list(specs)
             history.add(schema, table, [spec_column(i + 1, s) for i, s in enumerate(specs)], "seed", {})
     timeline = [("ddl", row) for row in ddl] + [("table_map", row) for row in map_shapes]
-    timeline.sort(key=lambda item: (position_key(item[1]["file"], item[1]["offset"], item[1]["inner_index"]), item[0]))
-    results: dict[Position, DdlResult] = {}
+    timeline.sort(key=lambda item: (_position_of(item[1]), item[0]))
+    results: dict[Key, DdlResult] = {}
     for source, row in timeline:
         if source == "ddl":
             result = registry.apply(row["statement"], row["default_schema"])
-            results[position_key(row["file"], row["offset"], row["inner_index"])] = result
+            results[event_key(row["file"], row["offset"], row["inner_index"])] = result
             _apply_result(history, registry, result, row)
             continue
         columns = list(row["columns"])
@@ -167,7 +190,25 @@ def replay_history(
         if known is None or _names([spec_column(i + 1, s) for i, s in enumerate(known)]) != _names(columns):
             # the map is the truth here: later DDL (ALTER, RENAME) is replayed over it
             registry.tables[registry.key(schema, table)] = [_spec_of_map_column(c) for c in columns]
-    return history.rows, results
+    return with_valid_to(history.rows), results
+
+
+def _position_of(row: Mapping[str, Any]) -> Position:
+    return position_key(row["file"], row["offset"], row["inner_index"], row.get("sequence"))
+
+
+def with_valid_to(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """History rows with ``valid_to_*``: where the next version of the same table starts."""
+    following: dict[tuple[str, str], dict[str, Any]] = {}
+    for row in reversed(rows):
+        key = (row["schema_name"].lower(), row["table_name"].lower())
+        after = following.get(key)
+        row["valid_to_sequence"] = None if after is None else after["valid_from_sequence"]
+        row["valid_to_file"] = None if after is None else after["valid_from_file"]
+        row["valid_to_offset"] = None if after is None else after["valid_from_offset"]
+        row["valid_to_inner_index"] = None if after is None else after["valid_from_inner_index"]
+        following[key] = row
+    return rows
 
 
 def names_at(
@@ -177,21 +218,28 @@ def names_at(
     file: str,
     offset: int,
     inner_index: int | None = None,
+    sequence: int | None = None,
 ) -> list[dict[str, Any]] | None:
-    """The columns (``position, name, type, nullable, charset, collation``) of ``schema.table`` in
-    force at a binlog position, from ``schema_history`` rows (dicts or Rows' ``asDict()``).
+    """The columns (``position, name, type, nullable, charset, collation, ...``) of ``schema.table``
+    in force at a binlog position of one server, from its ``schema_history`` rows (dicts or Rows'
+    ``asDict()``; a row without ``valid_from_sequence`` orders by path).
 
     The version in force is the latest one that starts at or before the position (files by
-    path, then offset, then inner index; seed versions first).  None when the table is not
-    known there or was dropped.
+    sequence, then path, then offset, then inner index; seed versions first).  None when the table
+    is not known there or was dropped.
     """
-    here = position_key(file, offset, inner_index)
+    here = position_key(file, offset, inner_index, sequence)
     best: tuple[Position, int] | None = None
     found: Mapping[str, Any] | None = None
     for row in history_rows:
         if row["schema_name"].lower() != schema.lower() or row["table_name"].lower() != table.lower():
             continue
-        start = position_key(row["valid_from_file"], row["valid_from_offset"], row["valid_from_inner_index"])
+        start = position_key(
+            row["valid_from_file"],
+            row["valid_from_offset"],
+            row["valid_from_inner_index"],
+            row.get("valid_from_sequence"),
+        )
         if start <= here and (best is None or (start, row["version"]) > best):
             best, found = (start, row["version"]), row
     if found is None or found["columns"] is None:
@@ -199,4 +247,4 @@ def names_at(
     return [dict(c) if isinstance(c, Mapping) else c.asDict() for c in found["columns"]]
 
 
-__all__ = ["Position", "names_at", "position_key", "replay_history", "spec_column"]
+__all__ = ["Key", "Position", "event_key", "names_at", "position_key", "replay_history", "spec_column", "with_valid_to"]

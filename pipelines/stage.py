@@ -1,0 +1,89 @@
+"""The one shape every stage has: read -> transform -> gate -> write.
+
+A stage is an object with a ``name`` and three steps::
+
+    out = stage.build(ctx)      # read its inputs and transform them (frames persisted or checkpointed)
+    out.facts                   # small pandas frames its gate checks, from what the build holds
+    stage.write(ctx, out)       # write its tables, its progress last
+
+:func:`pipelines.run.run` runs each stage's gate between ``build`` and ``write`` (a failed
+``fail`` check means nothing is written), adds the quarantine rows the gate asks for, and
+releases what the build persisted.  A stage never rescans what it wrote to compute its gate
+facts: they come from the frames it already holds.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Protocol, TypeVar
+
+import pandas as pd
+from pyspark.sql import DataFrame, SparkSession
+
+from conf.models import AppConfig
+from pipelines.progress import LakeState
+from pipelines.storage import Lakehouse, Persisted
+
+Say = Callable[[str], None]
+
+
+@dataclass
+class Context:
+    """What every stage works with during one run."""
+
+    spark: SparkSession
+    cfg: AppConfig
+    lake: Lakehouse
+    run_id: str
+    say: Say = field(default=lambda message: None)
+    state: LakeState = field(init=False)
+    """``binlog_files`` and progress for this run (read once)."""
+
+    def __post_init__(self) -> None:
+        self.state = LakeState(self.lake)
+
+
+@dataclass
+class Built:
+    """What a stage's build produced, for its gate and its write.
+
+    ``files``: the files it (re)built; ``quarantine``: its quarantine rows (``QUARANTINE``
+    columns); ``facts``: fact frames by name for the gate; ``counts``: figures for the run's
+    summary (events framed, row changes, ...).
+    """
+
+    files: list[str]
+    quarantine: DataFrame | None = None
+    facts: dict[str, pd.DataFrame] = field(default_factory=dict)
+    counts: dict[str, int] = field(default_factory=dict)
+    reasons: Counter[tuple[str, str, str]] | None = None
+    """Quarantine rows by ``(stage, code, severity)`` when the build knows them without a Spark job."""
+    extra_quarantine: int = 0
+    """Quarantine rows the gate added (the stage must write its quarantine)."""
+    kept: Persisted = field(default_factory=Persisted)
+
+    def release(self) -> None:
+        """Release what the build persisted (once written)."""
+        self.kept.release()
+
+
+Out = TypeVar("Out", bound=Built)
+
+
+class Stage(Protocol[Out]):
+    """A stage of the pipeline (see the module doc)."""
+
+    name: str
+
+    def build(self, ctx: Context) -> Out: ...
+
+    def write(self, ctx: Context, out: Out) -> None: ...
+
+
+class StageUnavailable(RuntimeError):
+    """A stage cannot run at all (its upstream is missing): the run fails loudly with this."""
+
+
+__all__ = ["Built", "Context", "Say", "Stage", "StageUnavailable"]
