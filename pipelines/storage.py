@@ -85,10 +85,30 @@ class TableRef(Protocol):
 
 @dataclass(frozen=True, slots=True)
 class Table:
-    """A table of one layer named at run time: ``Table(Layer.GOLD, "shop__orders")``."""
+    """A table of one layer named at run time: ``Table(Layer.GOLD, "shop__orders")``, ``Table.gold("changes")``."""
 
     layer: Layer
     name: str
+
+    @classmethod
+    def bronze(cls, name: str) -> Table:
+        """A bronze table."""
+        return cls(Layer.BRONZE, name)
+
+    @classmethod
+    def silver(cls, name: str) -> Table:
+        """A silver table."""
+        return cls(Layer.SILVER, name)
+
+    @classmethod
+    def gold(cls, name: str) -> Table:
+        """A gold table."""
+        return cls(Layer.GOLD, name)
+
+    @classmethod
+    def quality(cls, name: str) -> Table:
+        """A quality table."""
+        return cls(Layer.QUALITY, name)
 
 
 Mode = Literal["replace", "merge", "overwrite", "append"]

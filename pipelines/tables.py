@@ -167,9 +167,9 @@ BINLOG_FILES = TableSpec(
             "SHA-256 of bytes [0, resume_offset): a grown file continues only if they are unchanged",
         ),
         _c(
-            "head_sha256",
+            "content_sha256",
             _STR,
-            "SHA-256 of the name, server id and first events: the same binlog under another name has the same",
+            "SHA-256 of bytes [0, framed_until): a copy of the file under another name has the same",
         ),
         _nn("event_count", _LONG, "events of the file, inner events of compressed transactions included"),
         _nn("rows_events", _LONG, "rows events of the file"),

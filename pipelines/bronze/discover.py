@@ -34,7 +34,7 @@ import posixpath
 import re
 import stat
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from enum import StrEnum
 from functools import lru_cache
 from typing import Any
@@ -191,8 +191,17 @@ def _hidden(name: str) -> bool:
 # -- listing -------------------------------------------------------------------------------------
 
 
-def _utc(seconds: float) -> datetime:
-    return datetime.fromtimestamp(seconds, tz=UTC)
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+
+
+def _utc(nanoseconds: int) -> datetime:
+    """A file time, to the microsecond (what a Delta timestamp keeps)."""
+    return _EPOCH + timedelta(microseconds=nanoseconds // 1000)
+
+
+def same_time(a: datetime, b: datetime) -> bool:
+    """Whether two listing times are the same instant (a time read back from a table is naive local)."""
+    return round(a.timestamp() * 1_000_000) == round(b.timestamp() * 1_000_000)
 
 
 def _local_entry(path: str, uri: str) -> ListedFile | None:
@@ -202,12 +211,12 @@ def _local_entry(path: str, uri: str) -> ListedFile | None:
     except FileNotFoundError:
         link = os.lstat(path)
         target = os.readlink(path) if stat.S_ISLNK(link.st_mode) else "?"
-        return ListedFile(uri, 0, _utc(link.st_mtime), f"a dangling symbolic link (to {target})")
+        return ListedFile(uri, 0, _utc(link.st_mtime_ns), f"a dangling symbolic link (to {target})")
     except OSError as exc:
-        return ListedFile(uri, 0, _utc(0), f"cannot be read ({exc.strerror or exc})")
+        return ListedFile(uri, 0, _EPOCH, f"cannot be read ({exc.strerror or exc})")
     if stat.S_ISDIR(info.st_mode):
         return None
-    return ListedFile(uri, info.st_size, _utc(info.st_mtime))
+    return ListedFile(uri, info.st_size, _utc(info.st_mtime_ns))
 
 
 def _list_local(folder: str, settings: InputSettings, name_matches: re.Pattern[str]) -> list[ListedFile]:
@@ -263,7 +272,7 @@ def _list_hadoop(
         relative = full[len(base) :].strip("/").split("/") if full.startswith(base) else [status.getPath().getName()]
         if any(_hidden(part) for part in relative if part) or not name_matches.fullmatch(status.getPath().getName()):
             continue
-        found.append(ListedFile(full, int(status.getLen()), _utc(status.getModificationTime() / 1000)))
+        found.append(ListedFile(full, int(status.getLen()), _utc(int(status.getModificationTime()) * 1_000_000)))
     return found
 
 
@@ -317,7 +326,6 @@ def resume_point(previous: dict[str, Any]) -> ResumePoint:
         gtid=previous["resume_gtid"],
         prefix_sha256=previous["prefix_sha256"],
         counts=dict(previous["resume_counts"] or {}),
-        head_sha256=previous["head_sha256"],
         facts=facts,
     )
 
@@ -344,7 +352,7 @@ def decide(listed: ListedFile, previous: dict[str, Any] | None) -> WorkItem | No
 
     if previous is None:
         return item(Decision.NEW)
-    if previous["size"] == listed.size and previous["modification_time"] == listed.modification_time:
+    if previous["size"] == listed.size and same_time(previous["modification_time"], listed.modification_time):
         return None
     if _may_resume(listed, previous):
         return item(Decision.GROWN, resume_point(previous))

@@ -35,9 +35,8 @@ not, the file was rewritten and is framed again from the start.  Either way the 
 single walk over the whole file yields from ``FileSummary.resumed_from`` on.  Reading stops at
 ``size`` when given: the length the file was listed with.
 
-``head_sha256``, the file's identity: the SHA-256 of its first four events' bytes (all of them
-when it has fewer): the FORMAT_DESCRIPTION's time and server id, the GTID state and the first
-transaction tell one binlog from another, and a copy under another name has the same.
+``content_sha256``, the file's identity: the SHA-256 of bytes ``[0, framed_until)``, everything
+framed: a copy of a binlog under another name has the same.
 """
 
 from __future__ import annotations
@@ -88,8 +87,6 @@ UNREADABLE_FILE = "UNREADABLE_FILE"
 """Quarantine codes of files that hold no events at all."""
 
 MAGIC_LEN = 4
-HEAD_EVENTS = 4
-"""Events whose bytes make a file's identity (``head_sha256``)."""
 
 TABLE_ID_TYPES = frozenset({EventType.TABLE_MAP, *ROWS_KINDS})
 """Events whose post-header starts with a table id."""
@@ -170,7 +167,7 @@ class QuarantineRow(NamedTuple):
 
 
 COUNTERS = ("event_count", "rows_events", "offset_gaps", "checksum_failures", "unknown_events", "unmapped_rows_events")
-"""Summary counters a resumed walk continues from (``binlog_files.resume_counts``), with ``outer_events``."""
+"""Summary counters a resumed walk continues from (``binlog_files.resume_counts``)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -182,8 +179,7 @@ class ResumePoint:
     gtid: str | None
     prefix_sha256: str | None
     counts: dict[str, int]
-    """:data:`COUNTERS` and ``outer_events`` before ``offset``."""
-    head_sha256: str | None
+    """:data:`COUNTERS` before ``offset``."""
     facts: dict[str, Any] = field(default_factory=dict)
     """``server_id``, ``server_version``, ``flavor``, ``binlog_version``, ``checksum_alg``,
     ``first_timestamp``, ``last_timestamp`` of the last summary."""
@@ -206,7 +202,7 @@ class FileSummary:
     resume_gtid: str | None = None
     resume_counts: dict[str, int] = field(default_factory=dict)
     prefix_sha256: str | None = None
-    head_sha256: str | None = None
+    content_sha256: str | None = None
     event_count: int = 0
     rows_events: int = 0
     server_id: int | None = None
@@ -531,13 +527,12 @@ class _Walk:
         self.resume = resume
         self.start = resume.offset if resume is not None else 0
         self.sequence = FileSequence(resume.gtid if resume is not None else None)
-        self.outer_events = 0
         self.at_open: tuple[Transaction, str, dict[str, int]] | None = None
         """The transaction opened last, the prefix hash and the counters where it opened."""
 
     def counts(self) -> dict[str, int]:
-        """The counters so far (:data:`COUNTERS` and ``outer_events``)."""
-        return {**{name: getattr(self.s, name) for name in COUNTERS}, "outer_events": self.outer_events}
+        """The counters so far (:data:`COUNTERS`)."""
+        return {name: getattr(self.s, name) for name in COUNTERS}
 
     def run(self) -> Iterator[Framed]:
         s, resume = self.s, self.resume
@@ -545,12 +540,10 @@ class _Walk:
         fde_offset = MAGIC_LEN
         if resume is not None:
             s.format_descriptions = dict(resume.format_descriptions)
-            s.head_sha256 = resume.head_sha256
             for name, value in resume.facts.items():
                 setattr(s, name, value)
             for name in COUNTERS:
                 setattr(s, name, resume.counts.get(name, 0))
-            self.outer_events = resume.counts.get("outer_events", 0)
             s.resumed_from = resume.offset
             fde_offset = max((o for o in s.format_descriptions if o < resume.offset), default=-1)
             if fde_offset < 0:
@@ -644,9 +637,6 @@ class _Walk:
                         s.flavor, s.binlog_version = ev_fde.flavor.name.lower(), ev_fde.binlog_version
                         s.checksum_alg = _CHECKSUM_NAMES.get(ev_fde.checksum_alg, ev_fde.checksum_alg.name)
                     s.framed_until = expected
-                    self.outer_events += 1
-                    if self.outer_events == HEAD_EVENTS and s.head_sha256 is None:
-                        s.head_sha256 = self._prefix_hash(expected)
                     if reader.unhashed > HASH_EVERY:
                         reader.hash_until(expected)
         except BinlogError as exc:
@@ -706,6 +696,7 @@ class _Walk:
             s.prefix_sha256 = self._prefix_hash(s.framed_until)
             s.resume_counts = self.counts()
             s.resume_gtid = self.sequence.gtid
+        s.content_sha256 = self._prefix_hash(s.framed_until) if s.framed_until > MAGIC_LEN else None
         if s.size == 0:  # not listed with a size: the file's length
             s.size = self.reader.length()
 

@@ -11,7 +11,7 @@ framed rows are stored on local disk (an eager local checkpoint, row by row, so 
 not depend on file or event sizes) and the writes read them from there.  The file summaries
 come back to the driver, which decides what only all files together tell:
 
-* **duplicates**: a file whose identity (``head_sha256``: its first events' bytes) equals an
+* **duplicates**: a file whose content (``content_sha256``: all the bytes framed) equals an
   ingested file's, or another new file's, is the same binlog under another name; the file
   ingested first (among new ones, the one framed furthest, then the first path) keeps the
   rows, the copy gets status ``duplicate``, no events, and a ``DUPLICATE_FILE`` quarantine row
@@ -39,7 +39,7 @@ from pyspark import StorageLevel
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from pipelines.bronze.discover import Discovery, ListedFile, WorkItem, discover, sequence_of, server_of
+from pipelines.bronze.discover import Discovery, ListedFile, WorkItem, discover, same_time, sequence_of, server_of
 from pipelines.bronze.framing import (
     CORRUPT,
     DUPLICATE,
@@ -178,34 +178,23 @@ def _file_row(summary: dict[str, Any], pattern: str | None, run_id: str) -> dict
     return row
 
 
-def _framed_bytes(row: dict[str, Any]) -> int:
-    return int(row["framed_until"] or 0)
+def decide_duplicates(rows: list[dict[str, Any]], known: dict[str, dict[str, Any]]) -> list[tuple[dict[str, Any], str]]:
+    """The copies among ``rows`` (new summaries), each with the file kept: ``(row, kept file)``.
 
-
-def decide_duplicates(
-    rows: list[dict[str, Any]], known: dict[str, dict[str, Any]]
-) -> list[tuple[dict[str, Any], str, bool]]:
-    """Mark the copies among ``rows`` (new summaries): ``(row, the file kept, copy holds more)`` each.
-
-    A row is a copy when its ``head_sha256`` equals that of a file kept before (in ``known``,
-    not itself a duplicate, not this very file) or of another new row framed further (then the
-    first path).
+    A row is a copy when its ``content_sha256`` equals that of a file kept before (in ``known``,
+    not itself a duplicate, not this very file) or of another new row with a smaller path.
     """
     kept: dict[str, str] = {}
-    sizes: dict[str, int] = {}
     for file, row in sorted(known.items()):
-        if row.get("head_sha256") and row["status"] != DUPLICATE:
-            kept.setdefault(row["head_sha256"], file)
-            sizes[file] = _framed_bytes(row)
+        if row.get("content_sha256") and row["status"] != DUPLICATE:
+            kept.setdefault(row["content_sha256"], file)
     copies = []
-    for row in sorted(rows, key=lambda r: (-_framed_bytes(r), r["file"])):
-        head = row.get("head_sha256")
-        if not head:
-            continue
-        first = kept.setdefault(head, row["file"])
-        sizes.setdefault(row["file"], _framed_bytes(row))
-        if first != row["file"]:
-            copies.append((row, first, _framed_bytes(row) > sizes[first]))
+    for row in sorted(rows, key=lambda r: r["file"]):
+        content = row.get("content_sha256")
+        if content:
+            first = kept.setdefault(content, row["file"])
+            if first != row["file"]:
+                copies.append((row, first))
     return copies
 
 
@@ -291,17 +280,15 @@ class BronzeStage:
             if r["file"] in unreadable
         ]
         copies = decide_duplicates(rows, found.known)
-        for row, original, longer in copies:
+        for row, original in copies:
             row["status"], row["duplicate_of"] = DUPLICATE, original
-            more = " and holds more bytes than it: keep this one instead by removing the other" if longer else ""
             extra.append(
                 file_problem(
                     row["file"],
                     row["file_name"],
                     DUPLICATE_FILE,
-                    ERROR if longer else WARNING,
-                    f"{row['file_name']} is the same binlog as {original} (same first events){more}; its events "
-                    "are not ingested again",
+                    WARNING,
+                    f"{row['file_name']} holds the same bytes as {original}: its events are not ingested again",
                 )
             )
         newest = newest_in_sequence(rows, found.known)
@@ -311,7 +298,7 @@ class BronzeStage:
             if row["status"] == TRUNCATED and row["error_offset"] == 4 and not_newest:
                 row["status"] = CORRUPT
                 cut_first.append(row["file"])
-        duplicates = sorted(row["file"] for row, _, _ in copies)
+        duplicates = sorted(row["file"] for row, _ in copies)
         reasons: Counter[tuple[str, str, str]] = Counter((q.stage, q.code, q.severity) for q in extra)
         for summary in summaries:
             if summary["file"] in duplicates:
@@ -372,9 +359,10 @@ class BronzeStage:
 
 
 def _changed(listed: ListedFile, previous: dict[str, Any] | None) -> bool:
-    return previous is None or (previous["size"], previous["modification_time"]) != (
-        listed.size,
-        listed.modification_time,
+    return (
+        previous is None
+        or previous["size"] != listed.size
+        or not same_time(previous["modification_time"], listed.modification_time)
     )
 
 

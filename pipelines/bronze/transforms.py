@@ -106,7 +106,6 @@ def resume_json(point: ResumePoint) -> str:
             "gtid": point.gtid,
             "prefix_sha256": point.prefix_sha256,
             "counts": point.counts,
-            "head_sha256": point.head_sha256,
             "facts": point.facts,
         }
     )
@@ -123,7 +122,6 @@ def resume_point(text: str | None) -> ResumePoint | None:
         gtid=data["gtid"],
         prefix_sha256=data["prefix_sha256"],
         counts=data["counts"],
-        head_sha256=data["head_sha256"],
         facts=data["facts"],
     )
 

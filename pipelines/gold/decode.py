@@ -379,7 +379,7 @@ class GoldDecoder:
                         column_kinds=ready.kinds,
                         schema_name=ready.table_map.schema,
                         table_name=ready.table_map.table,
-                        table_id=ready.table_map.table_id,
+                        table_id=header.table_id,
                     )
                     rows.before.append(_typed(before, ready))
                     rows.after.append(_typed(after, ready))

@@ -33,6 +33,7 @@ from binlog_core.charsets import CHARSET_CODECS
 from binlog_core.columns import DecodeOptions
 from binlog_core.errors import BinlogError
 from conf.models import AppConfig
+from pipelines.bronze.framing import DUPLICATE
 from pipelines.gold.decode import HISTORY_FIELDS, Plan, table_map_of
 from pipelines.gold.transforms import (
     TableLayout,
@@ -120,6 +121,11 @@ def _history_key(columns: list[Any] | None) -> tuple[tuple[Any, ...], ...] | Non
     if columns is None:
         return None
     return tuple(tuple(c[name] for name in HISTORY_FIELDS) for c in columns)
+
+
+def _rows_events(row: dict[str, Any]) -> int:
+    """The rows events bronze wrote for a file (none for a duplicate: its events are the original's)."""
+    return 0 if row["status"] == DUPLICATE else int(row["rows_events"] or 0)
 
 
 class GoldStage:
@@ -262,7 +268,7 @@ class GoldStage:
                 [
                     {
                         "file": f,
-                        "unreconciled_rows_events": int(files[f]["rows_events"] or 0) - accounted.get(f, (0, 0, 0))[0],
+                        "unreconciled_rows_events": _rows_events(files[f]) - accounted.get(f, (0, 0, 0))[0],
                         "op_image_mismatches": wrong[f],
                         "unknown_table_events": accounted.get(f, (0, 0, 0))[1],
                     }

@@ -10,7 +10,7 @@ from typing import Any
 
 from pyspark.sql import Column, DataFrame, Row
 from pyspark.sql import functions as F
-from pyspark.sql.types import StructType, TimestampType
+from pyspark.sql.types import StructType, TimestampNTZType, TimestampType
 
 from pipelines.gold.types import RAW_SUFFIX, conversion_of, spark_type, type_suffix
 from tests.fixtures.recorder import Change
@@ -21,7 +21,7 @@ def typed_matches(kind: str, typed: Any, raw: Any, truth: Any) -> bool:
     conversion = conversion_of(kind)
     if truth is None:
         return typed is None and raw is None
-    if conversion in ("timestamp", "date"):
+    if conversion in ("timestamp", "datetime", "date"):
         if typed is None:
             return bool(raw == truth)
         text = typed.isoformat() if conversion == "date" else typed
@@ -50,7 +50,7 @@ def timestamps_as_text(frame: DataFrame) -> list[Column]:
         assert isinstance(top.dataType, StructType)
         fields = [
             F.date_format(F.col(top.name)[f.name], "yyyy-MM-dd HH:mm:ss.SSSSSS").alias(f.name)
-            if isinstance(f.dataType, TimestampType)
+            if isinstance(f.dataType, (TimestampType, TimestampNTZType))
             else F.col(top.name)[f.name].alias(f.name)
             for f in top.dataType.fields
         ]
