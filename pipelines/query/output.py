@@ -18,7 +18,8 @@ boolean                      ``true`` / ``false``
 ===========================  ==================================================================
 
 TSV escapes backslash, tab, newline and carriage return as ``\\\\``, ``\\t``, ``\\n``, ``\\r`` (one
-line per row, always); the aligned table shows control characters the same way.
+line per row, always); the aligned table shows tab, newline and carriage return the same way (a
+backslash stays as it is there: the table is for reading, not for parsing).
 """
 
 from __future__ import annotations
@@ -129,6 +130,7 @@ def _interval(value: dt.timedelta) -> str:
 
 
 _ESCAPES = str.maketrans({"\\": "\\\\", "\t": "\\t", "\n": "\\n", "\r": "\\r"})
+_CONTROLS = str.maketrans({"\t": "\\t", "\n": "\\n", "\r": "\\r"})
 
 
 def _escaped(text: str) -> str:
@@ -143,6 +145,8 @@ def _field(value: Any, fmt: str) -> str:
     text = text_value(value)
     if fmt == "csv":
         return _csv_quoted(text)
+    if fmt == "table":
+        return text.translate(_CONTROLS)
     return _escaped(text)
 
 

@@ -10,11 +10,14 @@ from typing import Any
 
 import pyarrow as pa
 from pyspark.errors import PySparkException
+from pyspark.logger import PySparkLogger
 from pyspark.sql import SparkSession
 
 from pipelines.query.engine import Result, StatementError, one_line
 
 METASTORE_UNAVAILABLE = "Unable to instantiate org.apache.hadoop.hive.ql.metadata.SessionHiveMetaStoreClient"
+QUERY_CONTEXT_LOGGER = "SQLQueryContextLogger"
+"""pyspark logs a failing statement's error as a JSON record on stderr; the command prints it as one line."""
 
 
 def arrow_rows(table: pa.Table) -> list[tuple[Any, ...]]:
@@ -29,6 +32,7 @@ def spark_result(spark: SparkSession, statement: str, metastore_dir: str | None 
     With an embedded Derby metastore (``metastore_dir``) that another session holds, the message
     says so.
     """
+    PySparkLogger.getLogger(QUERY_CONTEXT_LOGGER).disabled = True
     try:
         table = spark.sql(statement).toArrow()
     except PySparkException as exc:
