@@ -21,7 +21,6 @@ import argparse
 import io
 import os
 import sys
-import traceback
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import IO, TYPE_CHECKING
@@ -124,6 +123,8 @@ def main(
         print(summary(session, cfg, report))
         return int(report.exit_code)
     except Exception:
+        import traceback  # noqa: PLC0415
+
         traceback.print_exc()
         return EXIT_ERROR
 
@@ -265,5 +266,33 @@ def _write(result: Result, args: argparse.Namespace, *, first: bool) -> None:
             target.close()
 
 
+def console() -> None:
+    """The ``binlog-lakehouse`` script: :func:`main` with the process's arguments, then exit with its code.
+
+    After ``sql`` with the embedded engine the process ends at once (``os._exit``, output flushed):
+    tearing down DuckDB, delta-rs' runtime and the module graph costs more than the query, and
+    leaves nothing to save. Commands that started Spark exit normally, so that it stops cleanly.
+    """
+    argv = sys.argv[1:]
+    code = main(argv)
+    if _embedded_sql(argv):
+        try:
+            sys.stdout.flush()
+            sys.stderr.flush()
+        except BrokenPipeError:
+            pass
+        os._exit(code)
+    sys.exit(code)
+
+
+def _embedded_sql(argv: Sequence[str]) -> bool:
+    """True for a command line running ``sql`` with the embedded engine."""
+    try:
+        args = parser().parse_args(argv)
+    except SystemExit:
+        return True  # a usage error: nothing was started
+    return bool(args.command == SQL and args.engine == "embedded")
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    console()

@@ -18,6 +18,7 @@ engine sees the version each table had when the statement first named it.
 
 from __future__ import annotations
 
+import logging
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -46,6 +47,10 @@ DUCKDB_SCHEMAS = frozenset({"main", "temp", "information_schema", "pg_catalog", 
 SESSION_TIME_ZONE = "spark.sql.session.timeZone"
 
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")
+_SHOW_DATABASES = re.compile(r"^\s*SHOW\s+(?:DATABASES|SCHEMAS)\s*$", re.IGNORECASE)
+_SHOW_TABLES = re.compile(r"^\s*SHOW\s+TABLES(?:\s+(?:IN|FROM)\s+`?(?P<database>[A-Za-z0-9_]+)`?)?\s*$", re.IGNORECASE)
+
+logging.getLogger("sqlglot").setLevel(logging.ERROR)  # its warnings would be lines of our output
 
 
 class StatementError(Exception):
@@ -156,13 +161,15 @@ def referenced_tables(tree: exp.Expr) -> list[_TableName]:
 def used_names(tree: exp.Expr) -> set[str] | None:
     """Every identifier of the statement, lower-cased: a superset of the columns it reads.
 
-    None when it may read columns it does not name: a ``*`` (other than in ``count(*)``) or a
-    NATURAL join. Struct fields, aliases and table names are identifiers too: reading a column
+    None when it may read columns it does not name: a ``*`` (other than in ``count(*)``), a
+    NATURAL join, or DESCRIBE. Struct fields, aliases and table names are identifiers too: reading a column
     more than needed is only a cost, never a wrong answer.
     """
     for star in tree.find_all(exp.Star):
         if not isinstance(star.parent, exp.Count):
             return None
+    if isinstance(tree, exp.Describe):
+        return None
     for join in tree.find_all(exp.Join):
         if (join.args.get("method") or "").upper() == "NATURAL":
             return None
@@ -226,6 +233,9 @@ class EmbeddedEngine:
         Raises ``StatementError`` (one line) when the statement cannot be parsed, names a table the
         lakehouse does not hold, or fails in DuckDB or delta-rs.
         """
+        listing = self._catalog_command(statement)
+        if listing is not None:
+            return listing
         try:
             tree = sqlglot.parse_one(statement, read=SPARK_DIALECT)
         except SqlglotError as exc:
@@ -253,6 +263,30 @@ class EmbeddedEngine:
             fetch_rows=_guarded(relation.fetchall),
             fetch_arrow=_guarded(relation.to_arrow_table),
         )
+
+    def _catalog_command(self, statement: str) -> Result | None:
+        """``SHOW DATABASES`` and ``SHOW TABLES [IN db]`` answered from the lakehouse, as Spark lists them.
+
+        Without a database, ``SHOW TABLES`` lists every database's tables (Spark's current database,
+        ``default``, holds none of them). Tables are listed on local roots only.
+        """
+        if _SHOW_DATABASES.match(statement):
+            rows: list[tuple[Any, ...]] = [(database,) for database in sorted(self.lake.databases)]
+            return _listed(("namespace",), ("VARCHAR",), rows)
+        shown = _SHOW_TABLES.match(statement)
+        if shown is None:
+            return None
+        wanted = shown["database"]
+        databases = [wanted.lower()] if wanted else sorted(self.lake.databases)
+        rows = []
+        for database in databases:
+            if database not in self.lake.databases:
+                raise StatementError(f"no database {database} in this lakehouse")
+            names = self.lake.local_tables(database)
+            if names is None:
+                raise StatementError("SHOW TABLES lists a local lakehouse only: use --engine spark for this root")
+            rows += [(database, name, False) for name in names]
+        return _listed(("namespace", "tableName", "isTemporary"), ("VARCHAR", "VARCHAR", "BOOLEAN"), rows)
 
     def _expose(self, table: _TableName, names: set[str] | None) -> None:
         """Make ``table`` a DuckDB view over its Delta snapshot with the columns ``names`` can use."""
@@ -296,6 +330,17 @@ class EmbeddedEngine:
         if table.database in PATH_DATABASES:
             raise TableNotFoundError(f"delta.`{table.name}`: no Delta table at this path")
         raise self.lake.not_found(table.database, table.name)
+
+
+def _listed(columns: tuple[str, ...], types: tuple[str, ...], rows: list[tuple[Any, ...]]) -> Result:
+    """A result computed here, not by DuckDB."""
+
+    def arrow() -> pa.Table:
+        import pyarrow as pa  # noqa: PLC0415
+
+        return pa.Table.from_pylist([dict(zip(columns, row, strict=True)) for row in rows])
+
+    return Result(columns=columns, types=types, fetch_rows=lambda: rows, fetch_arrow=arrow)
 
 
 def _guarded(fetch: Callable[[], Any]) -> Callable[[], Any]:

@@ -28,7 +28,6 @@ import datetime as dt
 import json
 import math
 import unicodedata
-import uuid
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from decimal import Decimal
 from typing import IO, Any
@@ -84,8 +83,6 @@ def json_value(value: Any) -> Any:
         if value and all(isinstance(item, tuple) and len(item) == 2 for item in value):
             return {str(json_value(key)): json_value(item) for key, item in value}  # a map as Arrow lists it
         return [json_value(item) for item in value]
-    if isinstance(value, uuid.UUID):
-        return str(value)
     return text_value(value)
 
 

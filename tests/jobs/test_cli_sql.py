@@ -191,6 +191,42 @@ def test_the_failing_statement_of_a_file_is_named_and_the_ones_before_it_printed
     assert err.count("\n") == 1
 
 
+def test_show_lists_the_lake_s_databases_and_tables_as_spark_does(
+    sample_lake: SampleLake, capsys: pytest.CaptureFixture[str]
+) -> None:
+    config = str(sample_lake.config_file)
+    assert _sql(capsys, "SHOW DATABASES", "--format", "tsv", "--config", config) == (
+        0,
+        "namespace\nbinlog_bronze\nbinlog_gold\nbinlog_quality\nbinlog_silver\n",
+        "",
+    )
+    assert _sql(capsys, "show tables from `binlog_silver`", "--format", "csv", "--config", config) == (
+        0,
+        "namespace,tableName,isTemporary\n"
+        "binlog_silver,ddl_events,false\n"
+        "binlog_silver,schema_history,false\n"
+        "binlog_silver,table_id_lifecycle,false\n"
+        "binlog_silver,table_maps,false\n",
+        "",
+    )
+
+
+def test_describe_gives_every_column_of_a_table(sample_lake: SampleLake, capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = _sql(
+        capsys, "DESCRIBE binlog_gold.typed_probe", "--format", "tsv", "--config", str(sample_lake.config_file)
+    )
+    assert code == 0
+    assert [line.split("\t")[:2] for line in out.splitlines()] == [
+        ["column_name", "column_type"],
+        ["id", "INTEGER"],
+        ["part", "VARCHAR"],
+        ["wall_clock", "TIMESTAMP"],
+        ["after", "STRUCT(total DECIMAL(4,2), seen TIMESTAMP, note VARCHAR)"],
+        ["raw", "BLOB"],
+        ["day", "DATE"],
+    ]
+
+
 def test_bookkeeping_folders_are_not_tables(sample_lake: SampleLake, capsys: pytest.CaptureFixture[str]) -> None:
     code, _, err = _sql(capsys, "SELECT * FROM binlog_gold._progress", "--config", str(sample_lake.config_file))
     assert (code, err) == (1, "binlog-lakehouse: binlog_gold._progress: no such table\n")
