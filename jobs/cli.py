@@ -178,11 +178,13 @@ def _sql(args: argparse.Namespace, config: AppConfig | None, spark: SparkSession
             execute, stop = _spark_engine(cfg, spark)
         else:
             execute = _embedded_engine(cfg)
+        written = 0
         for number, statement in enumerate(statements, 1):
             try:
                 result = execute(statement)
                 if result is not None:
-                    _write(result, args, first=number == 1)
+                    _write(result, args, first=written == 0)
+                    written += 1
             except StatementError as exc:
                 where = f"statement {number} of {len(statements)}: " if len(statements) > 1 else ""
                 _say(f"{where}{exc}")
@@ -192,7 +194,12 @@ def _sql(args: argparse.Namespace, config: AppConfig | None, spark: SparkSession
         os.dup2(devnull, sys.stdout.fileno())
         return EXIT_OK
     except OSError as exc:
-        _say(f"{exc.filename or ''}: {exc.strerror or exc}" if exc.filename else str(exc))
+        _say(f"{exc.filename}: {exc.strerror or exc}" if exc.filename else str(exc))
+        return EXIT_ERROR
+    except Exception as exc:  # e.g. a Spark session that cannot start: still one line, no traceback
+        from pipelines.query.engine import one_line  # noqa: PLC0415
+
+        _say(f"{type(exc).__name__}: {one_line(exc)}")
         return EXIT_ERROR
     finally:
         stop()

@@ -50,6 +50,9 @@ _ANSI = re.compile(r"\x1b\[[0-9;]*m")
 _SHOW_DATABASES = re.compile(r"^\s*SHOW\s+(?:DATABASES|SCHEMAS)\s*$", re.IGNORECASE)
 _SHOW_TABLES = re.compile(r"^\s*SHOW\s+TABLES(?:\s+(?:IN|FROM)\s+`?(?P<database>[A-Za-z0-9_]+)`?)?\s*$", re.IGNORECASE)
 
+_NO_ROWS = (exp.Create, exp.Drop, exp.Set, exp.Use, exp.Insert, exp.Delete, exp.Update, exp.Alter, exp.Cache)
+"""Statements that change the session and return no rows (DuckDB would answer them with a count)."""
+
 logging.getLogger("sqlglot").setLevel(logging.ERROR)  # its warnings would be lines of our output
 
 
@@ -252,6 +255,9 @@ class EmbeddedEngine:
         except SqlglotError as exc:
             raise StatementError(f"the embedded engine cannot run this statement: {one_line(exc)}") from None
         try:
+            if isinstance(tree, _NO_ROWS):
+                self.connection.execute(translated)
+                return None
             relation = self.connection.sql(translated)
         except duckdb.Error as exc:
             raise StatementError(one_line(exc)) from None

@@ -69,6 +69,22 @@ def test_a_file_of_statements_prints_each_result_in_turn(
     assert out == OPS_TABLE + "\ntext | n\n-----+--\na;b  | 2\n(1 row)\n"
 
 
+def test_a_view_made_by_one_statement_of_a_file_is_read_by_the_next(
+    sample_lake: SampleLake, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    script = tmp_path / "view.sql"
+    script.write_text(
+        "CREATE TEMPORARY VIEW priced AS SELECT after.id AS id, after.total AS total FROM binlog_gold.shop__orders"
+        " WHERE op = 'update';\n"
+        "SELECT o.op, count(*) AS n, max(p.total) AS top FROM binlog_gold.shop__orders o"
+        " JOIN priced p ON p.id = o.after.id GROUP BY o.op ORDER BY o.op;\n",
+        encoding="utf-8",
+    )
+    code, out, err = _sql(capsys, "--config", str(sample_lake.config_file), "--format", "tsv", "-f", str(script))
+    assert (code, err) == (0, "")
+    assert out == "op\tn\ttop\ninsert\t64\t4848.59\nupdate\t168\t4848.59\n"
+
+
 def test_the_aligned_table_shows_nulls_structs_decimals_binary_and_timestamps_unambiguously(
     sample_lake: SampleLake, capsys: pytest.CaptureFixture[str]
 ) -> None:
