@@ -17,15 +17,16 @@ Why DuckDB over delta-rs, with sqlglot translating
 Measured on the sample lakehouse (bundled binlogs, 15 tables), 2 CPUs, Python 3.11, duckdb 2.0.1,
 deltalake 1.6.6, datafusion 55.0.0, sqlglot 30.30. Latency: ``bench/sql_latency.py --candidates``,
 each command a fresh process answering ``SELECT count(*) FROM binlog_gold.changes``, median of 5
-interleaved runs (seconds)::
+interleaved runs on a quiet machine, in seconds (the candidates are the least code that answers
+through each engine: no config, no translation)::
 
     python -c "import duckdb"                          0.095   (floor)
     python -c "import deltalake"                       0.053
     python -c "import datafusion"                      0.405   (imports pandas)
     DuckDB over deltalake's pyarrow dataset            0.573   (pyarrow.dataset imports pandas)
     datafusion package + delta-rs table provider       0.453
-    delta-rs' own DataFusion (deltalake.QueryBuilder)  0.061   (no config, no translation)
-    binlog-lakehouse sql (this package, whole CLI)     0.297   (3.3x the floor)
+    delta-rs' own DataFusion (deltalake.QueryBuilder)  0.061
+    binlog-lakehouse sql (the whole command)           0.297   (3.3x the floor; 7 runs, floor 0.090)
     binlog-lakehouse sql --engine spark                30.9
 
 Correctness: ``bench/sql_engines.py``, the 19 statements of the Spark-agreement tests that the
