@@ -165,13 +165,14 @@ def used_names(tree: exp.Expr) -> set[str] | None:
     """Every identifier of the statement, lower-cased: a superset of the columns it reads.
 
     None when it may read columns it does not name: a ``*`` (other than in ``count(*)``), a
-    NATURAL join, or DESCRIBE. Struct fields, aliases and table names are identifiers too: reading a column
-    more than needed is only a cost, never a wrong answer.
+    NATURAL join, a PIVOT (it groups by the columns it does not name), or DESCRIBE. Struct fields,
+    aliases and table names are identifiers too: reading a column more than needed is only a
+    cost, never a wrong answer.
     """
     for star in tree.find_all(exp.Star):
         if not isinstance(star.parent, exp.Count):
             return None
-    if isinstance(tree, exp.Describe):
+    if isinstance(tree, exp.Describe) or tree.find(exp.Pivot) is not None:
         return None
     for join in tree.find_all(exp.Join):
         if (join.args.get("method") or "").upper() == "NATURAL":

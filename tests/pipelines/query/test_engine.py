@@ -47,7 +47,10 @@ def test_the_columns_a_statement_can_read_are_among_its_identifiers() -> None:
     assert used_names(tree) == {"o", "after", "total", "binlog_gold", "shop__orders", "t", "file"}
 
 
-def test_a_star_or_a_natural_join_may_read_every_column() -> None:
+def test_a_star_a_natural_join_or_a_pivot_may_read_every_column() -> None:
+    pivot = "SELECT a FROM t PIVOT (sum(x) FOR y IN (1, 2))"
+    assert used_names(sqlglot.parse_one(pivot, read="spark")) is None
+    assert used_names(sqlglot.parse_one("DESCRIBE binlog_gold.changes", read="spark")) is None
     assert used_names(sqlglot.parse_one("SELECT * FROM t", read="spark")) is None
     assert used_names(sqlglot.parse_one("SELECT after.* FROM t", read="spark")) is None
     assert used_names(sqlglot.parse_one("SELECT a FROM t NATURAL JOIN u", read="spark")) is None
