@@ -3,42 +3,99 @@
 
 Exit codes: 0 done; 1 unexpected error; 2 bad configuration or usage; 3 a quality gate failed
 (that stage was not written); 4 done, but bad input was quarantined (this run wrote a quarantine
-row of severity error). Progress lines go to stderr, the summary to stdout. ``sql`` prints a header
-and tab-separated rows, and exits 1 when the statement fails.
+row of severity error). Progress lines go to stderr, the summary to stdout.
+
+``sql`` takes one statement, or ``--file FILE.sql`` with one or more ``;``-separated statements,
+and ``--config`` anywhere on the line. It answers in this process by default (DuckDB over the
+Delta snapshots, read by delta-rs: no JVM, no metastore; see ``pipelines.query``), or through a
+Spark session and its catalog with ``--engine spark``. Results print as an aligned table, or
+``--format tsv|csv|jsonl|parquet``; a failing statement prints one line on stderr and exits 1.
+
+Only the commands that need Spark import it: ``sql`` with the default engine starts in a fraction
+of a second.
 """
 
 from __future__ import annotations
 
 import argparse
+import io
+import os
 import sys
-import traceback
-from collections.abc import Sequence
-
-from pyspark.errors import PySparkException
-from pyspark.sql import SparkSession
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import IO, TYPE_CHECKING
 
 from conf.loader import ConfigError, load_config
 from conf.models import AppConfig
-from pipelines.run import EXIT_ERROR, EXIT_USAGE, PROGRESS_EVERY, STAGES, run, summary
-from pipelines.session import build_spark, run_sql
 
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+    from pipelines.query.engine import Result
+
+STAGES = ("bronze", "silver", "gold")
+"""The stages in order (``pipelines.run.STAGES``; kept here so that ``sql`` need not import Spark)."""
+EXIT_OK, EXIT_ERROR, EXIT_USAGE = 0, 1, 2
+PROGRESS_EVERY = 10.0
 COMMANDS = {"run": STAGES, **{stage: (stage,) for stage in STAGES}}
 SQL = "sql"
+ENGINES = ("embedded", "spark")
+PROG = "binlog-lakehouse"
 
 
 def parser() -> argparse.ArgumentParser:
-    """The command line."""
-    p = argparse.ArgumentParser(prog="binlog-lakehouse", description=__doc__.splitlines()[0])
-    p.add_argument("command", choices=[*sorted(COMMANDS), SQL], help="`run` runs bronze, silver and gold in order")
-    p.add_argument("statement", nargs="?", help="with `sql`: the statement to run, e.g. a SELECT of a table")
-    p.add_argument("--config", default=None, help="YAML configuration (default: conf/local.yaml)")
-    p.add_argument(
-        "--progress-every",
-        type=float,
-        default=PROGRESS_EVERY,
-        metavar="SECONDS",
-        help=f"seconds between progress lines on Spark's running jobs (default {PROGRESS_EVERY:g}; 0: milestones only)",
+    """The command line: a command, then its arguments and options in any order."""
+    config = argparse.ArgumentParser(add_help=False)
+    config.add_argument(
+        "--config",
+        default=argparse.SUPPRESS,
+        metavar="FILE",
+        help="YAML configuration (default: conf/local.yaml)",
     )
+    p = argparse.ArgumentParser(prog=PROG, description=__doc__.splitlines()[0])
+    p.add_argument("--config", default=None, metavar="FILE", help="YAML configuration (default: conf/local.yaml)")
+    commands = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    for name in (*sorted(COMMANDS), SQL):
+        if name == SQL:
+            continue
+        stage = commands.add_parser(
+            name,
+            parents=[config],
+            help="run bronze, silver and gold in order" if name == "run" else f"run the {name} stage",
+        )
+        stage.add_argument(
+            "--progress-every",
+            type=float,
+            default=PROGRESS_EVERY,
+            metavar="SECONDS",
+            help=f"seconds between progress lines on Spark's running jobs (default {PROGRESS_EVERY:g}; "
+            "0: milestones only)",
+        )
+    from pipelines.query.output import FORMATS  # noqa: PLC0415 (pyspark-free, small)
+
+    sql = commands.add_parser(
+        SQL,
+        parents=[config],
+        help="query the tables by name (database.table)",
+        description="Run Spark SQL over the lakehouse's tables, named database.table as in the Spark catalog.",
+    )
+    sql.add_argument("statement", nargs="?", help='the statement(s), e.g. "SELECT count(*) FROM binlog_gold.changes"')
+    sql.add_argument("--file", "-f", metavar="FILE.sql", help="read ;-separated statements from FILE ('-': stdin)")
+    sql.add_argument(
+        "--engine",
+        choices=ENGINES,
+        default="embedded",
+        help="embedded (default): DuckDB over the Delta snapshots, in this process; "
+        "spark: a Spark session built from the config, with its catalog",
+    )
+    sql.add_argument(
+        "--format",
+        choices=FORMATS,
+        default="table",
+        help="table (aligned, default), tsv, csv, jsonl, or parquet (to --output, or to a stdout that is "
+        "not a terminal)",
+    )
+    sql.add_argument("--output", "-o", metavar="FILE", help="write the result to FILE instead of stdout")
     return p
 
 
@@ -49,36 +106,200 @@ def main(
     try:
         args = parser().parse_args(argv)
     except SystemExit as exc:
-        return EXIT_USAGE if exc.code else 0
-    if (args.command == SQL) != (args.statement is not None):
-        print("binlog-lakehouse: a statement goes with `sql`, and only with it", file=sys.stderr)
-        return EXIT_USAGE
+        return EXIT_USAGE if exc.code else EXIT_OK
+    if args.command == SQL:
+        return _sql(args, config, spark)
     try:
         cfg = config or load_config(args.config)
     except ConfigError as exc:
-        print(f"binlog-lakehouse: {exc}", file=sys.stderr)
+        _say(str(exc))
         return EXIT_USAGE
     try:
+        from pipelines.run import run, summary  # noqa: PLC0415 (Spark only for the commands that need it)
+        from pipelines.session import build_spark  # noqa: PLC0415
+
         session = spark or build_spark(cfg.spark)
-        if args.command == SQL:
-            return _sql(session, args.statement)
         report = run(session, cfg, COMMANDS[args.command], progress_every=args.progress_every or None)
         print(summary(session, cfg, report))
-        return report.exit_code
+        return int(report.exit_code)
     except Exception:
+        import traceback  # noqa: PLC0415
+
         traceback.print_exc()
         return EXIT_ERROR
 
 
-def _sql(spark: SparkSession, statement: str) -> int:
+def _say(message: str) -> None:
+    """One line on stderr."""
+    print(f"{PROG}: {message}", file=sys.stderr)
+
+
+def _statements(args: argparse.Namespace) -> list[str] | str:
+    """The statements to run, or why there are none (a usage error)."""
+    from pipelines.query.engine import split_statements  # noqa: PLC0415
+
+    if (args.statement is None) == (args.file is None):
+        return "sql takes a statement or --file FILE.sql (one of them)"
+    if args.file is None:
+        text = args.statement
+    elif args.file == "-":
+        text = sys.stdin.read()
+    else:
+        try:
+            text = Path(args.file).read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            return f"{args.file}: cannot read: {getattr(exc, 'strerror', None) or exc}"
+    statements = split_statements(text)
+    if not statements:
+        return f"{args.file or 'the statement'}: holds no statement"
+    if args.format == "parquet" and len(statements) > 1:
+        return "--format parquet writes one result: give one statement"
+    if args.format == "parquet" and args.output is None and sys.stdout.isatty():
+        return "--format parquet needs --output FILE (or a stdout that is not a terminal, e.g. > out.parquet)"
+    return statements
+
+
+def _sql(args: argparse.Namespace, config: AppConfig | None, spark: SparkSession | None) -> int:
+    """``sql``: run each statement with the chosen engine and print its result."""
+    statements = _statements(args)
+    if isinstance(statements, str):
+        _say(statements)
+        return EXIT_USAGE
     try:
-        lines = run_sql(spark, statement)
-    except PySparkException as exc:
-        print(f"binlog-lakehouse: {str(exc).splitlines()[0]}", file=sys.stderr)
+        cfg = config or load_config(getattr(args, "config", None))
+    except ConfigError as exc:
+        _say(str(exc))
+        return EXIT_USAGE
+    from pipelines.query.engine import StatementError  # noqa: PLC0415
+
+    stop: Callable[[], None] = lambda: None  # noqa: E731
+    try:
+        if args.engine == "spark":
+            execute, stop = _spark_engine(cfg, spark)
+        else:
+            execute = _embedded_engine(cfg)
+        written = 0
+        for number, statement in enumerate(statements, 1):
+            try:
+                result = execute(statement)
+                if result is not None:
+                    _write(result, args, first=written == 0)
+                    written += 1
+            except StatementError as exc:
+                where = f"statement {number} of {len(statements)}: " if len(statements) > 1 else ""
+                _say(f"{where}{exc}")
+                return EXIT_ERROR
+    except BrokenPipeError:  # the reader went away (| head): not an error of ours
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return EXIT_OK
+    except OSError as exc:
+        _say(f"{exc.filename}: {exc.strerror or exc}" if exc.filename else str(exc))
         return EXIT_ERROR
-    print("\n".join(lines))
-    return 0
+    except Exception as exc:  # e.g. a Spark session that cannot start: still one line, no traceback
+        from pipelines.query.engine import one_line  # noqa: PLC0415
+
+        _say(f"{type(exc).__name__}: {one_line(exc)}")
+        return EXIT_ERROR
+    finally:
+        stop()
+    return EXIT_OK
+
+
+def _embedded_engine(cfg: AppConfig) -> Callable[[str], Result | None]:
+    """The default engine: DuckDB over Delta snapshots read by delta-rs, no Spark."""
+    from pipelines.query.engine import EmbeddedEngine, session_time_zone  # noqa: PLC0415
+    from pipelines.query.lake import LakeTables, hadoop_settings  # noqa: PLC0415
+
+    engine = EmbeddedEngine(
+        LakeTables(cfg.storage),
+        hadoop=hadoop_settings(cfg.spark.conf),
+        time_zone=session_time_zone(cfg.spark.conf),
+    )
+    return engine.execute
+
+
+def _spark_engine(
+    cfg: AppConfig, spark: SparkSession | None
+) -> tuple[Callable[[str], Result | None], Callable[[], None]]:
+    """``--engine spark``: a session from the config (stopped at the end) or the injected one."""
+    from pipelines.query.spark import spark_result  # noqa: PLC0415
+    from pipelines.session import build_spark  # noqa: PLC0415
+
+    session = spark or build_spark(cfg.spark)
+    metastore = cfg.spark.metastore_dir if cfg.spark.catalog == "hive" else None
+
+    def execute(statement: str) -> Result | None:
+        return spark_result(session, statement, metastore)
+
+    return execute, (lambda: None) if spark is not None else session.stop
+
+
+def _write(result: Result, args: argparse.Namespace, *, first: bool) -> None:
+    """Print ``result`` in ``args.format`` to ``args.output`` (appended after the first result) or stdout."""
+    from pipelines.query import output  # noqa: PLC0415
+
+    if args.format == "parquet":
+        import pyarrow.parquet as pq  # noqa: PLC0415
+
+        table = result.arrow()
+        if args.output is not None:
+            pq.write_table(table, args.output)
+        else:
+            buffer = io.BytesIO()
+            pq.write_table(table, buffer)
+            sys.stdout.flush()
+            sys.stdout.buffer.write(buffer.getvalue())
+            sys.stdout.buffer.flush()
+        return
+    rows = result.rows()
+    target: IO[str]
+    if args.output is not None:
+        target = open(args.output, "w" if first else "a", encoding="utf-8", newline="\n")  # noqa: SIM115
+    else:
+        target = sys.stdout
+    try:
+        if not first and args.format != "jsonl":
+            target.write("\n")
+        if args.format == "table":
+            output.write_table(result.columns, result.types, rows, target)
+        elif args.format == "jsonl":
+            output.write_jsonl(result.columns, rows, target)
+        else:
+            output.write_delimited(result.columns, rows, target, args.format)
+        target.flush()
+    finally:
+        if target is not sys.stdout:
+            target.close()
+
+
+def console() -> None:
+    """The ``binlog-lakehouse`` script: :func:`main` with the process's arguments, then exit with its code.
+
+    After ``sql`` with the embedded engine the process ends at once (``os._exit``, output flushed):
+    tearing down DuckDB, delta-rs' runtime and the module graph costs more than the query, and
+    leaves nothing to save. Commands that started Spark exit normally, so that it stops cleanly.
+    """
+    argv = sys.argv[1:]
+    code = main(argv)
+    if _embedded_sql(argv):
+        try:
+            sys.stdout.flush()
+            sys.stderr.flush()
+        except BrokenPipeError:
+            pass
+        os._exit(code)
+    sys.exit(code)
+
+
+def _embedded_sql(argv: Sequence[str]) -> bool:
+    """True for a command line running ``sql`` with the embedded engine."""
+    try:
+        args = parser().parse_args(argv)
+    except SystemExit:
+        return True  # a usage error: nothing was started
+    return bool(args.command == SQL and args.engine == "embedded")
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    console()

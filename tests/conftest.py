@@ -1,3 +1,3 @@
 """Shared pytest configuration: fixtures live in ``tests/harness`` and are registered here."""
 
-pytest_plugins = ["tests.harness.spark", "tests.harness.mariadb", "tests.harness.corpus"]
+pytest_plugins = ["tests.harness.spark", "tests.harness.mariadb", "tests.harness.corpus", "tests.harness.sample_lake"]

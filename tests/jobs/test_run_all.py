@@ -109,9 +109,10 @@ def test_sql_prints_a_query_of_the_tables_and_exits_1_when_it_fails(
     lake = Lakehouse(spark, cfg.storage)
     lake.overwrite(spark.createDataFrame([(1, "a"), (2, None)], "id int, note string"), Table.gold("t"))
     query = f"SELECT id, note FROM delta.`{lake.path(Table.gold('t'))}` ORDER BY id"
-    assert cli.main(["sql", query], config=cfg, spark=spark) == 0
-    assert capsys.readouterr().out == "id\tnote\n1\ta\n2\tNULL\n"
-    assert cli.main(["sql", "SELECT * FROM no_such_table"], config=cfg, spark=spark) == 1
+    for engine in ("spark", "embedded"):
+        assert cli.main(["sql", query, "--engine", engine, "--format", "tsv"], config=cfg, spark=spark) == 0
+        assert capsys.readouterr().out == "id\tnote\n1\ta\n2\t\\N\n"
+    assert cli.main(["sql", "--engine", "spark", "SELECT * FROM no_such_table"], config=cfg, spark=spark) == 1
     assert "TABLE_OR_VIEW_NOT_FOUND" in capsys.readouterr().err
     assert cli.main(["sql"], config=cfg, spark=spark) == 2
     assert cli.main(["run", "SELECT 1"], config=cfg, spark=spark) == 2
