@@ -20,8 +20,8 @@ from pyspark.sql import Row, SparkSession
 from binlog_core.constants import EventType
 from binlog_core.decoder import decode_file
 from binlog_core.events.query import QueryEvent, StatementKind
-from conf import AppConfig, InputSettings, StorageSettings
 from binlog_core.sequence import Transaction
+from conf import AppConfig, InputSettings, StorageSettings
 from pipelines.run import run
 from pipelines.storage import Lakehouse, Layer, Table
 from tests.fixtures.recorder import Change

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any, BinaryIO
 
 import pytest
+from pipelines.bronze.schema import BINLOG_EVENTS, BINLOG_FILES, QUARANTINE
 
 from binlog_core.constants import ChecksumAlg, EventType, Flavor
 from binlog_core.decoder import decode_file
@@ -31,7 +32,6 @@ from pipelines.bronze.framing import (
     frame_file,
     read_table_id,
 )
-from pipelines.bronze.schema import BINLOG_EVENTS, BINLOG_FILES, QUARANTINE
 from tests.fixtures.truth import FIXTURES
 from tests.harness.corpus import corpus_files, corpus_path
 

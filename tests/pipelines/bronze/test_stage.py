@@ -8,13 +8,13 @@ import shutil
 from pathlib import Path
 
 from chispa.schema_comparer import assert_schema_equality
+from pipelines.bronze.schema import BINLOG_EVENTS, BINLOG_FILES, QUARANTINE
 from pyspark.sql import Row, SparkSession
 
 from binlog_core.constants import EventType
 from binlog_core.framing import open_events
 from binlog_core.rows import ROWS_KINDS
 from conf import AppConfig, InputSettings, StorageSettings
-from pipelines.bronze.schema import BINLOG_EVENTS, BINLOG_FILES, QUARANTINE
 from pipelines.bronze.stage import BronzeOutput, build_bronze, replace_predicates, write_bronze
 from pipelines.storage import Lakehouse, Table
 from tests.fixtures.truth import FIXTURES

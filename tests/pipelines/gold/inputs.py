@@ -14,13 +14,13 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, BinaryIO
 
+from pipelines.bronze.schema import BINLOG_EVENTS, BINLOG_FILES
 from pyspark.sql import SparkSession
 
 from binlog_core.constants import EventType
 from binlog_core.event import FormatDescription
 from binlog_core.table_map import decode_table_map
 from pipelines.bronze.framing import EventRow, frame_file
-from pipelines.bronze.schema import BINLOG_EVENTS, BINLOG_FILES
 from pipelines.gold.stage import TABLE_MAP_COLUMNS
 from pipelines.progress import record_progress
 from pipelines.storage import Lakehouse, Layer, Table

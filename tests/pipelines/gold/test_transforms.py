@@ -9,6 +9,8 @@ from decimal import Decimal
 from typing import Any
 
 from chispa import assert_df_equality
+from pipelines.bronze.schema import BINLOG_EVENTS
+from pipelines.gold.schema import CHANGES
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import (
@@ -28,8 +30,6 @@ from pyspark.sql.types import (
 
 from binlog_core.columns import DecodeOptions
 from binlog_core.constants import EventType
-from pipelines.bronze.schema import BINLOG_EVENTS
-from pipelines.gold.schema import CHANGES
 from pipelines.gold.stage import TABLE_MAP_COLUMNS
 from pipelines.gold.transforms import (
     changes_of,

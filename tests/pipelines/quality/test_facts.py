@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-from pyspark.sql import SparkSession
-
 from pipelines.quality.facts import bronze_facts, gold_facts
+from pyspark.sql import SparkSession
 
 F1, F2 = "/in/mysql-bin.000001", "/in/mysql-bin.000002"
 EVENT_COLS = "file string, offset long, inner_index int, event_size long, checksum_ok boolean, event_type_name string"

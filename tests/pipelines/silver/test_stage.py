@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 from chispa.schema_comparer import assert_schema_equality
+from pipelines.silver.schema import DDL_EVENTS, SCHEMA_HISTORY, TABLE_ID_LIFECYCLE, TABLE_MAPS
 from pyspark.sql import SparkSession
 
 from binlog_core.decoder import BinlogDecoder, decode_file
@@ -18,7 +19,6 @@ from binlog_core.rows import ROWS_KINDS, decode_rows_header
 from conf import AppConfig, InputSettings, StorageSettings
 from conf.models import SilverSettings
 from pipelines.bronze.stage import build_bronze, write_bronze
-from pipelines.silver.schema import DDL_EVENTS, SCHEMA_HISTORY, TABLE_ID_LIFECYCLE, TABLE_MAPS
 from pipelines.silver.stage import build_silver, write_silver
 from pipelines.storage import Lakehouse, Table
 from tests.fixtures.truth import FIXTURES

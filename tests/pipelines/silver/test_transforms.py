@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from chispa.dataframe_comparer import assert_df_equality
+from pipelines.silver.schema import HISTORY_COLUMN, SCHEMA_HISTORY
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.types import (
     ArrayType,
@@ -16,7 +17,6 @@ from pyspark.sql.types import (
     StructType,
 )
 
-from pipelines.silver.schema import HISTORY_COLUMN, SCHEMA_HISTORY
 from pipelines.silver.transforms import lifecycle, resolve_columns, shape_changes, with_in_force
 
 FD, TABLE_MAP, WRITE_ROWS, UPDATE_ROWS = 15, 19, 30, 31
