@@ -217,6 +217,15 @@ class SparkSettings(Section):
             "(at least 2), Spark's default (200) elsewhere."
         ),
     )
+    scratch_dir: LocalPath | None = Field(
+        default=None,
+        description=(
+            "Local folder for Spark's scratch files of a run (`spark.local.dir`, `java.io.tmpdir`): each "
+            "run works in `<scratch_dir>/<run id>` and removes what runs killed before left there. "
+            "`null`: `<storage.root>/_scratch` when `storage.root` is a local path, else the system's "
+            "temporary folder. Under spark-submit the launcher's `spark.local.dir` applies."
+        ),
+    )
     ui_enabled: bool = Field(default=True, description="Start the Spark web UI (`spark.ui.enabled`).")
     log_level: Literal["ALL", "TRACE", "DEBUG", "INFO", "WARN", "ERROR", "FATAL", "OFF"] = Field(
         default="WARN",

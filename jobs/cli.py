@@ -1,9 +1,13 @@
 """``binlog-lakehouse run|bronze|silver|gold --config FILE``: run stages and print the summary;
 ``binlog-lakehouse sql --config FILE "SELECT ..."``: query the tables by name.
 
-Exit codes: 0 done; 1 unexpected error; 2 bad configuration or usage; 3 a quality gate failed
-(that stage was not written); 4 done, but bad input was quarantined (this run wrote a quarantine
-row of severity error). Progress lines go to stderr, the summary to stdout.
+Exit codes: :mod:`pipelines.exits` (0 done, 1 unexpected error, 2 bad configuration or usage, 3 a
+quality gate failed, 4 the input's files carry bad input, 5 the lakehouse is locked by another
+run, 6 a stage's upstream has not built its files, 130/143 interrupted). Progress lines go to
+stderr, the summary to stdout; Spark's own output (Ivy, log4j, Hive) goes to a log file named in
+the summary. ``--run-id`` names the run (recorded on every row it writes), ``--summary-json``
+writes the summary for machines. Before Spark starts, the input, the storage root and the
+metastore are checked: a problem is one line and exit code 2, within seconds.
 
 ``sql`` takes one statement, or ``--file FILE.sql`` with one or more ``;``-separated statements,
 and ``--config`` anywhere on the line. It answers in this process by default (DuckDB over the
@@ -71,6 +75,12 @@ def parser() -> argparse.ArgumentParser:
             help=f"seconds between progress lines on Spark's running jobs (default {PROGRESS_EVERY:g}; "
             "0: milestones only)",
         )
+        stage.add_argument(
+            "--run-id", metavar="ID", help="this run's id, recorded on every row it writes (default: generated)"
+        )
+        stage.add_argument(
+            "--summary-json", metavar="PATH", help="also write the run's summary as JSON to PATH (for orchestrators)"
+        )
     from pipelines.query.output import FORMATS  # noqa: PLC0415 (pyspark-free, small)
 
     sql = commands.add_parser(
@@ -114,19 +124,131 @@ def main(
     except ConfigError as exc:
         _say(str(exc))
         return EXIT_USAGE
-    try:
-        from pipelines.run import run, summary  # noqa: PLC0415 (Spark only for the commands that need it)
-        from pipelines.session import build_spark  # noqa: PLC0415
+    return _run(args, cfg, spark)
 
-        session = spark or build_spark(cfg.spark)
-        report = run(session, cfg, COMMANDS[args.command], progress_every=args.progress_every or None)
-        print(summary(session, cfg, report))
-        return int(report.exit_code)
+
+def _run(args: argparse.Namespace, cfg: AppConfig, spark: SparkSession | None) -> int:
+    """A stage command: checks before work, the lock, the run, the summary; the exit code."""
+    from pipelines.bronze.discover import InputError  # noqa: PLC0415 (Spark only for the commands that need it)
+    from pipelines.control import (  # noqa: PLC0415
+        Interrupted,
+        Interrupts,
+        Locked,
+        Unusable,
+        lock_for,
+        preflight,
+        scratch_folder,
+    )
+    from pipelines.exits import Exit  # noqa: PLC0415
+    from pipelines.run import as_json, new_run_id, run, summary  # noqa: PLC0415
+
+    run_id = args.run_id or new_run_id()
+    command = f"{PROG} {args.command}"
+    try:
+        if spark is None:
+            preflight(cfg)
+    except (InputError, Unusable) as exc:
+        _say(str(exc))
+        return Exit.USAGE
+    lock = None
+    try:
+        with scratch_folder(cfg, run_id) as scratch:
+            lock = lock_for(cfg, run_id, command) if _local_root(cfg) else None
+            if lock is not None:
+                lock.acquire()
+            with Interrupts(lambda signum: _stop_spark(spark)) as interrupts:
+                session = spark or _session(cfg, scratch, run_id)
+                interrupts.on_signal = lambda signum: _stop_spark(session)
+                if lock is None:
+                    lock = lock_for(cfg, run_id, command, session)
+                    lock.acquire()
+                report = run(
+                    session, cfg, COMMANDS[args.command], progress_every=args.progress_every or None, run_id=run_id
+                )
+                text = summary(session, cfg, report)
+            print(text)
+            if args.summary_json:
+                _write_json(args.summary_json, as_json(report))
+            return int(report.exit_code)
+    except Locked as exc:
+        _say(str(exc))
+        return Exit.LOCKED
+    except (InputError, Unusable) as exc:
+        _say(str(exc))
+        return Exit.USAGE
+    except Interrupted as exc:
+        partial = getattr(exc, "report", None)
+        where = partial.interrupted if partial is not None and partial.interrupted else "start-up"
+        _say(f"interrupted ({exc}) during {where}, re-run to complete")
+        if partial is not None:
+            partial.totals = None
+            print(_partial_summary(partial))
+            if args.summary_json:
+                data = as_json(partial)
+                data["exit_code"] = exc.exit_code
+                _write_json(args.summary_json, data)
+        return exc.exit_code
     except Exception:
         import traceback  # noqa: PLC0415
 
         traceback.print_exc()
         return EXIT_ERROR
+    finally:
+        if lock is not None:
+            lock.release()
+
+
+def _local_root(cfg: AppConfig) -> bool:
+    from conf.models import local_path_of  # noqa: PLC0415
+
+    return local_path_of(cfg.storage.root) is not None
+
+
+def _session(cfg: AppConfig, scratch: str, run_id: str) -> SparkSession:
+    """The run's Spark session: scratch in the run's folder, the JVM's output in the run's log file."""
+    from pipelines.session import build_spark  # noqa: PLC0415
+
+    return build_spark(cfg.spark, scratch=scratch, log_file=log_file(cfg, run_id))
+
+
+def log_file(cfg: AppConfig, run_id: str) -> str:
+    """Where a run's JVM output goes: ``<storage.root>/_state/logs/<run id>.log`` (local root), else
+    the scratch folder's ``logs``."""
+    from pipelines.control import local_state_folder, scratch_root  # noqa: PLC0415
+
+    folder = local_state_folder(cfg) or scratch_root(cfg)
+    return os.path.join(folder, "logs", f"{run_id}.log")
+
+
+def _stop_spark(spark: SparkSession | None) -> None:
+    """On SIGINT/SIGTERM: Spark says nothing more, its running jobs are cancelled."""
+    if spark is None:
+        return
+    spark.sparkContext.setLogLevel("OFF")
+    spark.sparkContext.cancelAllJobs()
+
+
+def _partial_summary(report: object) -> str:
+    """What an interrupted run had done (no table is read: Spark is stopping)."""
+    from pipelines.run import RunReport  # noqa: PLC0415
+
+    assert isinstance(report, RunReport)
+    done = ", ".join(report.stages) or "none"
+    lines = [
+        f"{PROG} run {report.run_id}: interrupted during {report.interrupted} after {report.seconds:.1f}s",
+        f"  stages completed: {done}",
+        f"  built now: {', '.join(f'{k} {v}' for k, v in sorted(report.files_built.items())) or 'none'}",
+        f"  events framed: {report.events_framed}; row changes decoded: {report.row_changes}",
+        "  every table holds whole versions: re-run to complete",
+    ]
+    return "\n".join(lines)
+
+
+def _write_json(path: str, data: dict[str, object]) -> None:
+    import json  # noqa: PLC0415
+
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    Path(path).write_text(json.dumps(data, indent=2, default=str) + "\n", encoding="utf-8")
 
 
 def _say(message: str) -> None:

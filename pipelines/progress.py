@@ -57,6 +57,8 @@ class LakeState:
     _files: dict[str, dict[str, Any]] | None = None
     _progress: dict[tuple[str, str], dict[str, Any]] | None = None
     counts: dict[str, int] = field(default_factory=dict)
+    listed: list[str] | None = None
+    """The input files bronze listed in this run (None: bronze did not run)."""
 
     def files(self) -> dict[str, dict[str, Any]]:
         """Every ``binlog_files`` row, by file."""

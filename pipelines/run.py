@@ -2,18 +2,9 @@
 
 ``run(spark, cfg, stages)`` runs the given stages in order (bronze, silver, gold), each the same
 shape (:mod:`pipelines.stage`), and returns a :class:`RunReport`; its ``exit_code`` tells an
-orchestrator what happened:
-
-====  ==========================================================================================
-0     done, nothing wrong (warnings, such as the truncated tail of an active binlog, may be
-      recorded in the quarantine table and ``gate_results``)
-1     unexpected error (raised by the job entry point)
-2     bad configuration or usage
-3     a quality gate with action ``fail`` failed: that stage was not written
-4     done, but files of the input carry bad-input quarantine rows of severity ``error`` (a
-      file that is corrupt, encrypted or not a binlog, an event that does not decode, a check
-      with action ``quarantine`` that failed), whichever run wrote them
-====  ==========================================================================================
+orchestrator what happened (:mod:`pipelines.exits` declares the codes: 0 done, 3 a gate failed,
+4 the input's files carry bad input, 6 a stage run alone found files its upstream has not built;
+the job entry point adds 1, 2, 5, 130 and 143).
 
 While a stage runs, progress lines go to ``err`` (``[binlog-lakehouse] <stage>: ...``): the
 stage's milestones (files to frame and their bytes, files pending, gate outcome, each table
@@ -39,7 +30,10 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from conf.models import AppConfig
+from pipelines.bronze.discover import list_files
 from pipelines.bronze.stage import BronzeStage
+from pipelines.control import Interrupted
+from pipelines.exits import SHORT, Exit
 from pipelines.gold.stage import GoldStage
 from pipelines.progress import LakeState, SparkProgress, file_predicate
 from pipelines.quality.gate import GateFailed, GateOutcome, run_gate
@@ -49,12 +43,8 @@ from pipelines.storage import Lakehouse, TableRef, Write
 from pipelines.tables import GATE_RESULTS, QUARANTINE, Layer
 
 STAGES = ("bronze", "silver", "gold")
-EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_GATE_FAILED, EXIT_QUARANTINED = 0, 1, 2, 3, 4
-EXIT_MEANINGS = {
-    EXIT_OK: "done",
-    EXIT_GATE_FAILED: "a quality gate failed",
-    EXIT_QUARANTINED: "done, bad input quarantined",
-}
+UPSTREAM = {"silver": "bronze", "gold": "silver"}
+"""The stage each stage builds from."""
 
 STAGE_OBJECTS: dict[str, Callable[[], Stage[Any]]] = {
     "bronze": BronzeStage,
@@ -116,6 +106,10 @@ class RunReport:
     """DDL parse coverage of the files silver built."""
     gates: list[GateOutcome] = field(default_factory=list)
     failed_gate: str | None = None
+    upstream_missing: str | None = None
+    """A stage run without its upstream found files that upstream has not built (what, in words)."""
+    interrupted: str | None = None
+    """The stage that was running when the run was told to stop."""
     bad_input: Counter[Reason] = field(default_factory=Counter)
     """Error-severity quarantine rows of the input's files in the lakehouse, whichever run wrote them."""
     totals: dict[str, Any] | None = None
@@ -128,13 +122,15 @@ class RunReport:
         return sum(n for (_stage, _code, severity), n in self.quarantined.items() if severity == "error")
 
     @property
-    def exit_code(self) -> int:
+    def exit_code(self) -> Exit:
         """See the module doc."""
         if self.failed_gate is not None:
-            return EXIT_GATE_FAILED
+            return Exit.GATE_FAILED
+        if self.upstream_missing is not None:
+            return Exit.UPSTREAM_MISSING
         if self.errors_quarantined or self.bad_input or any(g.quarantined for g in self.gates):
-            return EXIT_QUARANTINED
-        return EXIT_OK
+            return Exit.BAD_INPUT
+        return Exit.OK
 
 
 class _Log:
@@ -211,12 +207,14 @@ def run(
 
     Progress lines go to ``err`` (``sys.stderr`` as it is when the run starts, by default);
     ``progress_every``: seconds between two reports of Spark's running jobs (None or 0:
-    milestones only).
+    milestones only).  An :class:`pipelines.control.Interrupted` raised meanwhile (SIGINT,
+    SIGTERM) goes on up with ``report`` attached and ``report.interrupted`` set; nothing more is
+    asked of Spark then.
 
     >>> run(spark, cfg).exit_code
-    0
+    <Exit.OK: 0>
     """
-    report = RunReport(run_id=run_id or uuid.uuid4().hex)
+    report = RunReport(run_id=run_id or new_run_id())
     log = _Log(sys.stderr if err is None else err)
     current: dict[str, Say] = {}
 
@@ -230,50 +228,96 @@ def run(
     started = time.monotonic()
     try:
         for name in stages:
-            stage = STAGE_OBJECTS[name]()
-            say = log.for_stage(name)
-            current["say"] = ctx.say = say
-            say("started")
-            stage_start, commits = time.monotonic(), lake.commits
-            group = f"{report.run_id}:{name}"
-            spark.sparkContext.setJobGroup(group, f"binlog-lakehouse {name}", interruptOnCancel=True)
-            out: Built | None = None
-            try:
-                with SparkProgress(tracker, say, progress_every):
-                    out = stage.build(ctx)
-                    if out.files:
-                        _gate(ctx, name, out, report)
-                        _count_quarantine(report, out)
-                    stage.write(ctx, out)
-            except GateFailed as exc:
-                say(str(exc))
+            report.interrupted = name
+            if not _stage(ctx, name, stages, report, log, current, tracker, progress_every):
                 break
-            finally:
-                if out is not None:
-                    out.release()
-                report.stage_seconds[name] = time.monotonic() - stage_start
-                report.spark_jobs[name] = _jobs_of(spark, group)
-                report.delta_commits[name] = lake.commits - commits
-            assert out is not None
-            report.stages.append(name)
-            report.files_built[name] = len(out.files)
-            report.events_framed += out.counts.get("events_framed", 0)
-            report.row_changes += out.counts.get("row_changes", 0)
-            report.rebuilt += out.counts.get("rebuilt", 0)
-            report.waiting = len(getattr(out, "waiting", []))
-            if "ddl_statements" in out.counts:
-                report.ddl = DdlCoverage(out.counts["ddl_statements"], out.counts["ddl_parsed"])
-            say(f"{len(out.files)} file(s) built in {report.stage_seconds[name]:.1f}s")
-    finally:
-        current.pop("say", None)
-        spark.sparkContext.setJobGroup(f"{report.run_id}:end", "binlog-lakehouse end of run")
-        _write_gate_results(ctx, report)
-        report.bad_input = bad_input(ctx)
-        report.totals = lake_totals(ctx.state)
+        report.interrupted = None
+    except Interrupted as exc:
         report.seconds = time.monotonic() - started
-        report.spark_jobs["end"] = _jobs_of(spark, f"{report.run_id}:end")
-        spark.sparkContext.setLocalProperty("spark.jobGroup.id", None)  # type: ignore[arg-type]
+        exc.report = report  # type: ignore[attr-defined]
+        raise
+    current.pop("say", None)
+    spark.sparkContext.setJobGroup(f"{report.run_id}:end", "binlog-lakehouse end of run")
+    _write_gate_results(ctx, report)
+    report.bad_input = bad_input(ctx)
+    report.totals = lake_totals(ctx.state)
+    report.seconds = time.monotonic() - started
+    report.spark_jobs["end"] = _jobs_of(spark, f"{report.run_id}:end")
+    spark.sparkContext.setLocalProperty("spark.jobGroup.id", None)  # type: ignore[arg-type]
     return report
+
+
+def new_run_id() -> str:
+    """A fresh run id (when the orchestrator gives none)."""
+    return uuid.uuid4().hex
+
+
+def _stage(
+    ctx: Context,
+    name: str,
+    stages: Sequence[str],
+    report: RunReport,
+    log: _Log,
+    current: dict[str, Say],
+    tracker: Any,
+    progress_every: float | None,
+) -> bool:
+    """Run one stage: build, gate, write; False when a failed gate stops the run."""
+    spark, lake = ctx.spark, ctx.lake
+    stage = STAGE_OBJECTS[name]()
+    say = log.for_stage(name)
+    current["say"] = ctx.say = say
+    say("started")
+    stage_start, commits = time.monotonic(), lake.commits
+    group = f"{report.run_id}:{name}"
+    spark.sparkContext.setJobGroup(group, f"binlog-lakehouse {name}", interruptOnCancel=True)
+    out: Built | None = None
+    try:
+        with SparkProgress(tracker, say, progress_every):
+            out = stage.build(ctx)
+            if out.files:
+                _gate(ctx, name, out, report)
+                _count_quarantine(report, out)
+            stage.write(ctx, out)
+    except GateFailed as exc:
+        say(str(exc))
+        return False
+    finally:
+        if out is not None:
+            out.release()
+        report.stage_seconds[name] = time.monotonic() - stage_start
+        report.spark_jobs[name] = _jobs_of(spark, group)
+        report.delta_commits[name] = lake.commits - commits
+    report.stages.append(name)
+    report.files_built[name] = len(out.files)
+    report.events_framed += out.counts.get("events_framed", 0)
+    report.row_changes += out.counts.get("row_changes", 0)
+    report.rebuilt += out.counts.get("rebuilt", 0)
+    if name == "gold":
+        report.waiting = len(getattr(out, "waiting", []))
+    if "ddl_statements" in out.counts:
+        report.ddl = DdlCoverage(out.counts["ddl_statements"], out.counts["ddl_parsed"])
+    upstream = UPSTREAM.get(name)
+    if upstream is not None and upstream not in stages:
+        missing = _not_built_upstream(ctx, name, out)
+        if missing:
+            report.upstream_missing = missing
+            say(missing)
+    say(f"{len(out.files)} file(s) built in {report.stage_seconds[name]:.1f}s")
+    return True
+
+
+def _not_built_upstream(ctx: Context, name: str, out: Built) -> str | None:
+    """What a stage run alone could not build because its upstream has not built it (None: nothing)."""
+    waiting = list(getattr(out, "waiting", []))
+    if name == "gold" and waiting:
+        return f"{len(waiting)} file(s) wait for silver (e.g. {waiting[0]}): run silver first"
+    files = ctx.state.files()
+    listed = list_files(ctx.spark, ctx.cfg.input)
+    unknown = [f.file for f in listed if f.file not in files]
+    if unknown:
+        return f"{len(unknown)} input file(s) bronze has not framed (e.g. {unknown[0]}): run bronze first"
+    return None
 
 
 def bad_input(ctx: Context) -> Counter[Reason]:
@@ -282,7 +326,7 @@ def bad_input(ctx: Context) -> Counter[Reason]:
     lake = ctx.lake
     if not lake.exists(QUARANTINE):
         return Counter()
-    files = list(ctx.state.files())
+    files = ctx.state.listed if ctx.state.listed is not None else list(ctx.state.files())
     if not files:
         return Counter()
     rows = (
@@ -339,7 +383,7 @@ def summary(spark: SparkSession, cfg: AppConfig, report: RunReport) -> str:
     code = report.exit_code
     lines = [
         f"binlog-lakehouse run {report.run_id}: stages {', '.join(report.stages) or 'none'} "
-        f"in {report.seconds:.1f}s (exit code {code}: {EXIT_MEANINGS.get(code, 'error')})",
+        f"in {report.seconds:.1f}s (exit code {int(code)}: {SHORT[code]})",
         "  this run:",
         f"    built now: {_pairs(report.files_built)}; time: "
         + _pairs({stage: f"{seconds:.1f}s" for stage, seconds in report.stage_seconds.items()}),
@@ -372,6 +416,60 @@ def summary(spark: SparkSession, cfg: AppConfig, report: RunReport) -> str:
     return "\n".join(lines)
 
 
+def as_json(report: RunReport) -> dict[str, Any]:
+    """The report for machines (``--summary-json``): files, events, row changes per table,
+    quarantine by code, gate results, timings, Spark jobs, Delta commits, exit code."""
+    totals = report.totals or {}
+    return {
+        "run_id": report.run_id,
+        "exit_code": int(report.exit_code),
+        "exit": SHORT[report.exit_code],
+        "stages": report.stages,
+        "interrupted_during": report.interrupted,
+        "seconds": round(report.seconds, 3),
+        "stage_seconds": {k: round(v, 3) for k, v in report.stage_seconds.items()},
+        "spark_jobs": report.spark_jobs,
+        "delta_commits": report.delta_commits,
+        "this_run": {
+            "files_built": report.files_built,
+            "events_framed": report.events_framed,
+            "row_changes": report.row_changes,
+            "files_resolved_again": report.rebuilt,
+            "files_waiting_for_silver": report.waiting,
+            "quarantined": [
+                {"stage": stage, "code": code, "severity": severity, "rows": n}
+                for (stage, code, severity), n in sorted(report.quarantined.items())
+            ],
+            "ddl": None if report.ddl is None else {"statements": report.ddl.statements, "parsed": report.ddl.parsed},
+            "upstream_missing": report.upstream_missing,
+        },
+        "gates": [
+            {
+                "gate": gate.gate,
+                "check": result.rule.name,
+                "success": result.success,
+                "action": action,
+                "observed": result.observed,
+                "failing": list(result.failing),
+            }
+            for gate in report.gates
+            for result, action in gate.results
+        ],
+        "lakehouse": {
+            "files": totals.get("files", {}),
+            "events": totals.get("events", 0),
+            "row_changes": totals.get("row_changes", {}),
+            "ddl": None
+            if "ddl" not in totals
+            else {"statements": totals["ddl"].statements, "parsed": totals["ddl"].parsed},
+            "bad_input": [
+                {"stage": stage, "code": code, "rows": n}
+                for (stage, code, _severity), n in sorted(report.bad_input.items())
+            ],
+        },
+    }
+
+
 def _pairs(counts: dict[str, Any]) -> str:
     return ", ".join(f"{k} {v}" for k, v in sorted(counts.items())) or "none"
 
@@ -387,18 +485,15 @@ def ddl_frame_coverage(ddl_events: DataFrame) -> DdlCoverage:
 
 
 __all__ = [
-    "EXIT_ERROR",
-    "EXIT_GATE_FAILED",
-    "EXIT_OK",
-    "EXIT_QUARANTINED",
-    "EXIT_USAGE",
     "PROGRESS_EVERY",
     "STAGES",
     "DdlCoverage",
     "RunReport",
+    "as_json",
     "bad_input",
     "ddl_frame_coverage",
     "lake_totals",
+    "new_run_id",
     "run",
     "summary",
 ]

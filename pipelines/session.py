@@ -21,11 +21,12 @@ config, so tables registered by earlier runs are queried by name::
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import re
 import sys
 import tempfile
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 
 from pyspark import SparkConf, SparkContext
@@ -98,7 +99,9 @@ def _conf_value(value: str | bool | int | float) -> str:
     return str(value).lower() if isinstance(value, bool) else str(value)
 
 
-def spark_options(cfg: SparkSettings, launched: Mapping[str, str] | None = None) -> dict[str, str]:
+def spark_options(
+    cfg: SparkSettings, launched: Mapping[str, str] | None = None, *, scratch: str | None = None
+) -> dict[str, str]:
     """The Spark settings for ``cfg``; ``launched`` is the conf of an already running JVM, if any.
 
     When ``launched`` is given (spark-submit, or an existing SparkContext), launch-time settings
@@ -134,10 +137,16 @@ def spark_options(cfg: SparkSettings, launched: Mapping[str, str] | None = None)
         options["spark.sql.warehouse.dir"] = cfg.warehouse_dir
     if cfg.catalog is not None:
         options["spark.sql.catalogImplementation"] = cfg.catalog
+    java_options: list[str] = []
     if cfg.catalog == "hive" and cfg.metastore_dir is not None:
         options["spark.hadoop.javax.jdo.option.ConnectionURL"] = derby_metastore_url(cfg.metastore_dir)
         if launched is None:  # derby.log next to the database, not in the working directory
-            options["spark.driver.extraJavaOptions"] = _java_property("derby.system.home", cfg.metastore_dir)
+            java_options.append(_java_property("derby.system.home", cfg.metastore_dir))
+    if scratch is not None and launched is None:  # the run's own folder for every scratch file
+        options["spark.local.dir"] = scratch
+        java_options.append(_java_property("java.io.tmpdir", scratch))
+    if java_options:
+        options["spark.driver.extraJavaOptions"] = " ".join(java_options)
     partitions = cfg.shuffle_partitions
     cores = local_cores(master)
     if partitions is None and cores is not None:
@@ -163,20 +172,22 @@ def launcher_conf() -> dict[str, str] | None:
     return None
 
 
-def build_spark(cfg: SparkSettings) -> SparkSession:
+def build_spark(cfg: SparkSettings, *, scratch: str | None = None, log_file: str | None = None) -> SparkSession:
     """Create (or join) the Spark session described by ``cfg``, with Delta Lake enabled.
 
     When this process starts Spark, Python workers run this very interpreter (``PYSPARK_PYTHON``
     and ``PYSPARK_DRIVER_PYTHON`` = ``sys.executable``), so they import the same packages; under a
     launcher that is done only for a local master, and an already set ``PYSPARK_PYTHON`` is kept.
     A JVM started here gets ``MALLOC_ARENA_MAX`` (unless the environment sets it) to bound its
-    native memory.
+    native memory; ``scratch`` as its ``spark.local.dir`` and temporary folder; and, with
+    ``log_file``, its whole console output (Ivy's resolution, Spark's and Hive's log lines) in that
+    file instead of the terminal.
 
         >>> spark = build_spark(load_config("conf/local.yaml").spark)
         >>> spark.range(3).write.format("delta").save("/tmp/numbers")
     """
     launched = launcher_conf()
-    options = spark_options(cfg, launched)
+    options = spark_options(cfg, launched, scratch=scratch)
     master = cfg.master if launched is None else launched.get("spark.master")
     if launched is None:
         os.environ["PYSPARK_PYTHON"] = sys.executable
@@ -186,14 +197,42 @@ def build_spark(cfg: SparkSettings) -> SparkSession:
         # glibc's per-thread malloc arenas keep the JVM's freed native memory: on a 256 MiB
         # binlog gold's JVM peaked at 5.7 GiB RSS with a 2 GiB heap, 3.1 GiB with two arenas.
         os.environ.setdefault("MALLOC_ARENA_MAX", MALLOC_ARENA_MAX)
+        if scratch is not None:
+            os.environ["SPARK_LOCAL_DIRS"] = scratch
     elif local_cores(master) is not None:
         os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     builder = SparkSession.builder
     for key, value in options.items():
         builder = builder.config(key, value)
-    spark = builder.getOrCreate()
+    with _output_to(log_file if launched is None else None):
+        spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel(cfg.log_level)
     return spark
+
+
+@contextlib.contextmanager
+def _output_to(log_file: str | None) -> Iterator[None]:
+    """While the block runs, file descriptors 1 and 2 point at ``log_file`` (appended): a JVM
+    started meanwhile keeps writing there for its whole life; this process's own streams come back."""
+    if log_file is None:
+        yield
+        return
+    Path(log_file).parent.mkdir(parents=True, exist_ok=True)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    saved = [os.dup(1), os.dup(2)]
+    target = os.open(log_file, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+    try:
+        os.dup2(target, 1)
+        os.dup2(target, 2)
+        yield
+    finally:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os.dup2(saved[0], 1)
+        os.dup2(saved[1], 2)
+        for fd in (*saved, target):
+            os.close(fd)
 
 
 def cached_jar(ivy_dir: str, coordinate: str) -> Path:

@@ -638,6 +638,27 @@ def conform(spec: TableSpec) -> Callable[[DataFrame], DataFrame]:
     return transform
 
 
+GOLD_PLANS = TableSpec(
+    Layer.STATE,
+    "gold_plans",
+    "file and plan: the gold table a TABLE_MAP shape of the file feeds, with its columns and kinds",
+    (
+        FILE,
+        _nn("plan_key", _STR, "silver table_maps.plan_key"),
+        _nn("gold_table", _STR, "the gold change table its rows go to"),
+        _nn("column_names", _NAMES, "its columns"),
+        _nn("column_kinds", _NAMES, "their gold kinds"),
+        _c("first_sequence", _LONG, "sequence number of the file"),
+        _nn("first_offset", _LONG, "the file's first map of this plan"),
+        _nn("first_inner_index", _INT, "its inner index (-1 outside a compressed transaction)"),
+        RUN_ID,
+    ),
+    ("file", "plan_key"),
+    registered=False,
+)
+"""What each typed gold table's layout is made of: derived from every file, in binlog order, so that
+the same input set gives the same layout whatever order files arrived in."""
+
 TABLES: tuple[TableSpec, ...] = (
     BINLOG_FILES,
     BINLOG_EVENTS,
@@ -650,6 +671,7 @@ TABLES: tuple[TableSpec, ...] = (
     TYPED_CHANGES_EXAMPLE,
     GATE_RESULTS,
     PROGRESS,
+    GOLD_PLANS,
 )
 """Every table, in the order the README lists them."""
 
@@ -664,6 +686,7 @@ __all__ = [
     "DDL_OBJECT",
     "EVENT_CLASSES",
     "GATE_RESULTS",
+    "GOLD_PLANS",
     "HISTORY_COLUMN",
     "PROGRESS",
     "QUARANTINE",

@@ -236,6 +236,7 @@ class BronzeStage:
         spark, cfg = ctx.spark, ctx.cfg
         found: Discovery = discover(spark, cfg.input, ctx.lake)
         ctx.state.know_files(found.known)
+        ctx.state.listed = [f.file for f in found.listed]
         unreadable = [f for f in found.listed if f.problem is not None and _changed(f, found.known.get(f.file))]
         items = [item for item in found.work if item.file not in {f.file for f in unreadable}]
         ctx.say(work_summary(items) if items else "no new, grown or changed file")

@@ -31,7 +31,6 @@ from pyspark.sql.types import StructType
 
 from binlog_core.charsets import CHARSET_CODECS
 from binlog_core.columns import DecodeOptions
-from binlog_core.errors import BinlogError
 from conf.models import AppConfig
 from pipelines.bronze.framing import DUPLICATE
 from pipelines.gold.decode import HISTORY_FIELDS, Plan, table_map_of
@@ -54,6 +53,7 @@ from pipelines.storage import Table, Write
 from pipelines.tables import (
     BINLOG_EVENTS,
     CHANGES,
+    GOLD_PLANS,
     QUARANTINE,
     TABLE_ID_LIFECYCLE,
     TABLE_MAPS,
@@ -97,6 +97,9 @@ class GoldOutput(Built):
     progress: list[dict[str, Any]] = field(default_factory=list)
     waiting: list[str] = field(default_factory=list)
     """Files silver has still to build: gold waits for them."""
+    rebuild: set[str] = field(default_factory=set)
+    """Gold tables written whole (their layout changed): every file feeding them is in ``files``."""
+    usages: list[_Usage] = field(default_factory=list)
 
 
 def decode_options(cfg: AppConfig) -> DecodeOptions:
@@ -107,6 +110,8 @@ def decode_options(cfg: AppConfig) -> DecodeOptions:
 
 @dataclass
 class _PlanInfo:
+    """A plan decoded on the driver: what its rows decode with and which gold table they feed."""
+
     key: str
     body: bytes
     fde: str
@@ -114,7 +119,39 @@ class _PlanInfo:
     table: str
     names: list[str]
     kinds: list[str]
+
+
+@dataclass(frozen=True)
+class _Usage:
+    """A file's use of a plan: its gold table, columns and kinds, and where the file first uses it."""
+
+    file: str
+    plan_key: str
+    table: str
+    names: list[str]
+    kinds: list[str]
     first: tuple[Any, ...]
+
+    def row(self, run_id: str) -> tuple[Any, ...]:
+        """The ``_state/gold_plans`` row."""
+        sequence, _, offset, inner = self.first
+        return (
+            self.file,
+            self.plan_key,
+            self.table,
+            self.names,
+            self.kinds,
+            None if sequence < 0 else sequence,
+            offset,
+            inner,
+            run_id,
+        )
+
+
+def _fits(stored: StructType, desired: StructType) -> bool:
+    """Whether every stored field is a field of the desired layout, with the same type."""
+    wanted = {f.name: f.dataType for f in desired.fields}
+    return all(wanted.get(f.name) == f.dataType for f in stored.fields)
 
 
 def _history_key(columns: list[Any] | None) -> tuple[tuple[Any, ...], ...] | None:
@@ -145,10 +182,30 @@ class GoldStage:
         out = GoldOutput(files=pending, waiting=waiting)
         if not pending:
             return out
+        usages, infos = self._plans(ctx, pending)
+        others = self._stored_usages(ctx, pending)
+        layouts, rebuild = self._layouts(ctx, usages + others, infos)
+        if rebuild:
+            again = sorted({u.file for u in others if u.table in rebuild} - set(pending))
+            ctx.say(f"{len(rebuild)} gold table(s) rebuilt whole ({', '.join(sorted(rebuild))}): their layout changed")
+            more, more_infos = self._plans(ctx, again)
+            pending = sorted(set(pending) | set(again))
+            usages += more
+            infos.update(more_infos)
+            others = [u for u in others if u.file not in set(again)]
+            layouts, _ = self._layouts(ctx, usages + others, infos, rebuild)
+            out.files = pending
+        out.rebuild = rebuild
+        out.usages = usages
+        names = sorted({infos[u.plan_key].table for u in usages})
+        index = {name: i for i, name in enumerate(names)}
+        plans = {
+            key: Plan(
+                info.body, info.fde, info.history, index[info.table], layouts[info.table].routes(info.names, info.kinds)
+            )
+            for key, info in infos.items()
+        }
         predicate = file_predicate(pending)
-        maps = lake.read_or_empty(TABLE_MAPS).where(predicate)
-        plans_info = self._plans(ctx, maps)
-        layouts, plans, images, names = self._layouts(ctx, plans_info)
         events = (
             lake.read_or_empty(BINLOG_EVENTS)
             .where(predicate)
@@ -157,8 +214,10 @@ class GoldStage:
             .transform(trusted)
         )
         servers = {f: files[f]["server"] for f in pending}
+        images = [layouts[n].struct_type() for n in names]
+        maps = lake.read_or_empty(TABLE_MAPS).where(predicate).select("file", "offset", "inner_index", "plan_key")
         decoded = out.kept.keep(
-            rows_input(events, maps.select("file", "offset", "inner_index", "plan_key")).transform(
+            rows_input(events, maps).transform(
                 decode_rows_events(plans, images, names, servers, decode_options(ctx.cfg))
             )
         )
@@ -171,71 +230,114 @@ class GoldStage:
         self._facts(ctx, out, decoded, pending)
         return out
 
-    def _plans(self, ctx: Context, maps: DataFrame) -> list[_PlanInfo]:
-        """The distinct plans of the built files' maps, decoded on the driver (few: one per shape)."""
-        files = ctx.state.files()
+    def _plans(self, ctx: Context, files: list[str]) -> tuple[list[_Usage], dict[str, _PlanInfo]]:
+        """Which plans the maps of ``files`` use (file by file, with their first position), and each
+        plan decoded once on the driver (few: one per shape)."""
+        if not files:
+            return [], {}
+        known = ctx.state.files()
+        maps = ctx.lake.read_or_empty(TABLE_MAPS).where(file_predicate(files))
         rows = (
-            maps.groupBy("plan_key")
+            maps.groupBy("file", "plan_key")
             .agg(
-                F.min(F.struct("file", "offset", F.coalesce("inner_index", F.lit(-1)).alias("inner"))).alias("first"),
+                F.min(F.struct("offset", F.coalesce("inner_index", F.lit(-1)).alias("inner"))).alias("first"),
                 F.first("body").alias("body"),
-                F.first("file").alias("file"),
                 F.first("fde_offset").alias("fde_offset"),
                 F.first("resolved_columns").alias("resolved_columns"),
             )
             .collect()
         )
-        out: list[_PlanInfo] = []
+        infos: dict[str, _PlanInfo] = {}
+        usages: list[_Usage] = []
         for row in rows:
-            fde = (files[row.file]["format_descriptions"] or {})[row.fde_offset]
-            history = _history_key([c.asDict() for c in row.resolved_columns] if row.resolved_columns else None)
-            try:
+            info = infos.get(row.plan_key)
+            if info is None:
+                fde = (known[row.file]["format_descriptions"] or {})[row.fde_offset]
+                history = _history_key([c.asDict() for c in row.resolved_columns] if row.resolved_columns else None)
                 table_map = table_map_of(
                     bytes(row.body),
                     fde,
                     None if history is None else [dict(zip(HISTORY_FIELDS, c, strict=True)) for c in history],
                 )
-            except BinlogError:  # silver kept only maps that decode: a map that stops decoding is a bug
-                raise
-            names = [c.display_name for c in table_map.columns]
-            out.append(
-                _PlanInfo(
+                info = infos[row.plan_key] = _PlanInfo(
                     row.plan_key,
                     bytes(row.body),
                     fde,
                     history,
                     gold_table_name(table_map.schema, table_map.table),
-                    names,
+                    [c.display_name for c in table_map.columns],
                     [column_kind(c) for c in table_map.columns],
-                    (files[row.first.file]["sequence"] or -1, row.first.file, row.first.offset, row.first.inner),
+                )
+            usages.append(
+                _Usage(
+                    row.file,
+                    row.plan_key,
+                    info.table,
+                    info.names,
+                    info.kinds,
+                    (known[row.file]["sequence"] or -1, row.file, row.first.offset, row.first.inner),
                 )
             )
-        return sorted(out, key=lambda p: (p.first, p.key))
+        return usages, infos
+
+    def _stored_usages(self, ctx: Context, pending: list[str]) -> list[_Usage]:
+        """The plans the files built before use, as gold recorded them (``_state/gold_plans``)."""
+        lake = ctx.lake
+        if not lake.exists(GOLD_PLANS):
+            return []
+        rows = lake.read(GOLD_PLANS).where(~F.expr(file_predicate(pending))).collect()
+        return [
+            _Usage(
+                r.file,
+                r.plan_key,
+                r.gold_table,
+                list(r.column_names),
+                list(r.column_kinds),
+                (r.first_sequence if r.first_sequence is not None else -1, r.file, r.first_offset, r.first_inner_index),
+            )
+            for r in rows
+        ]
 
     def _layouts(
-        self, ctx: Context, plans_info: list[_PlanInfo]
-    ) -> tuple[dict[str, TableLayout], dict[str, Plan], list[StructType], list[str]]:
-        """Each gold table's typed layout (stored fields first) and each plan's routes into it."""
+        self,
+        ctx: Context,
+        usages: list[_Usage],
+        infos: dict[str, _PlanInfo],
+        rebuild: set[str] | None = None,
+    ) -> tuple[dict[str, TableLayout], set[str]]:
+        """Each gold table's typed layout, and the tables whose stored layout must be rebuilt.
+
+        A table's layout is made from every file's plans in binlog order (:func:`table_layout`):
+        the same input set gives the same layout, whatever order files arrived in.  A stored table
+        whose fields fit it (each stored field is in it with the same type) keeps its fields and gets
+        the new ones; one that does not (a field no file fills any more, a type change first seen
+        in an earlier file) is rebuilt whole.
+        """
+        ordered = sorted(usages, key=lambda u: (u.first, u.plan_key))
         versions: dict[str, list[tuple[list[str], list[str]]]] = defaultdict(list)
-        for info in plans_info:
-            versions[info.table].append((info.names, info.kinds))
-        names = sorted(versions)
+        for usage in ordered:
+            version = (usage.names, usage.kinds)
+            if version not in versions[usage.table]:
+                versions[usage.table].append(version)
+        wanted = {info.table for info in infos.values()}
         layouts: dict[str, TableLayout] = {}
-        for name in names:
+        to_rebuild: set[str] = set(rebuild or ())
+        for name in sorted(wanted):
+            desired = table_layout(versions[name])
+            if name in to_rebuild:
+                layouts[name] = desired
+                continue
             table = Table(Layer.GOLD, name)
             existing = None
             if ctx.lake.exists(table):
                 after = ctx.lake.read(table).schema["after"].dataType
                 existing = after if isinstance(after, StructType) else None
-            layouts[name] = table_layout(versions[name], existing)
-        index = {name: i for i, name in enumerate(names)}
-        plans = {
-            info.key: Plan(
-                info.body, info.fde, info.history, index[info.table], layouts[info.table].routes(info.names, info.kinds)
-            )
-            for info in plans_info
-        }
-        return layouts, plans, [layouts[n].struct_type() for n in names], names
+            if existing is not None and not _fits(existing, desired.struct_type()):
+                to_rebuild.add(name)
+                layouts[name] = desired
+            else:
+                layouts[name] = table_layout(versions[name], existing)
+        return layouts, to_rebuild
 
     def _facts(self, ctx: Context, out: GoldOutput, decoded: DataFrame, pending: list[str]) -> None:
         files = ctx.state.files()
@@ -306,7 +408,14 @@ class GoldStage:
         predicate = file_predicate(out.files)
         assert out.changes is not None and out.quarantine is not None
         writes = [Write(CHANGES, out.changes, predicate, merge_schema=True)]
-        writes += [Write(spec, frame, predicate, merge_schema=True) for spec, frame in out.tables.values()]
+        writes += [
+            Write(spec, frame, mode="overwrite")
+            if spec.name in out.rebuild
+            else Write(spec, frame, predicate, merge_schema=True)
+            for spec, frame in out.tables.values()
+        ]
+        usages = spark.createDataFrame([u.row(ctx.run_id) for u in out.usages], GOLD_PLANS.schema)
+        writes.append(Write(GOLD_PLANS, usages, predicate))
         for name, stale_files in sorted(out.stale.items()):
             table = Table(Layer.GOLD, name)
             if name not in out.tables and lake.exists(table):
