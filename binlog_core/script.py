@@ -430,6 +430,7 @@ class _Transaction:
     label: str
     changes: list[ChangeLike] = field(default_factory=list)
     no_foreign_key_checks: bool = False
+    undo: list[str] = field(default_factory=list)
 
 
 _KEYWORDS: Final = frozenset(
@@ -442,10 +443,12 @@ _HARMLESS: Final = ("FLUSH", "ANALYZE", "OPTIMIZE")
 class Flashback:
     """Collects the row changes of the selected events by transaction, then writes their undo.
 
-    Feed every selected event to :meth:`add` in file order; :meth:`write` writes the undo of the
-    transactions newest first, each between BEGIN and COMMIT.  A statement the row images cannot
-    undo (DDL, statement-based DML, LOAD DATA) raises
-    :class:`~binlog_core.errors.IrreversibleStatementError` naming it.
+    Feed every selected event to :meth:`add` in file order; each transaction's undo statements
+    are made when it ends (so a refusal names the first transaction that cannot be undone), and
+    :meth:`write` writes them newest transaction first, each between BEGIN and COMMIT.  A
+    statement the row images cannot undo (DDL, statement-based DML, LOAD DATA) raises
+    :class:`~binlog_core.errors.IrreversibleStatementError` naming it; an image that leaves a
+    needed value unknown, :class:`~binlog_core.errors.PartialImageError`.
     """
 
     def __init__(self, *, text_codec: str | None = "utf-8") -> None:
@@ -453,28 +456,33 @@ class Flashback:
         self.transactions: list[_Transaction] = []
         self._open: _Transaction | None = None
 
-    def _current(self, item: DecodedEvent) -> _Transaction:
-        if self._open is None:
-            self._open = _Transaction(f"{_place(item)} (no transaction start selected)")
+    def _close(self) -> None:
+        """The open transaction ends: make its undo statements."""
+        if self._open is not None and self._open.changes:
+            self._open.undo = undo(self._open.changes, text_codec=self.text_codec)
+            self._open.changes = []
             self.transactions.append(self._open)
-        return self._open
+        self._open = None
+
+    def _begin(self, label: str) -> None:
+        self._close()
+        self._open = _Transaction(label)
 
     def add(self, item: DecodedEvent, changes: Sequence[ChangeLike]) -> None:
         """One selected event (``changes``: its row changes, names resolved)."""
         body = item.body
         type_code = item.event.type_code
         if isinstance(body, (GtidEvent, MariaDBGtidEvent)):
-            gtid = body.gtid or "ANONYMOUS"
-            self._open = _Transaction(f"GTID {gtid} at {_place(item)}")
-            self.transactions.append(self._open)
+            self._begin(f"GTID {body.gtid or 'ANONYMOUS'} at {_place(item)}")
         elif isinstance(body, RowsEvent):
-            transaction = self._current(item)
-            transaction.changes.extend(changes)
-            transaction.no_foreign_key_checks |= bool(body.flags & RowsFlag.NO_FOREIGN_KEY_CHECKS)
+            if self._open is None:
+                self._open = _Transaction(f"{_place(item)} (no transaction start selected)")
+            self._open.changes.extend(changes)
+            self._open.no_foreign_key_checks |= bool(body.flags & RowsFlag.NO_FOREIGN_KEY_CHECKS)
         elif isinstance(body, QueryEvent):
             self._query(item, body)
         elif type_code in (EventType.XID, EventType.XA_PREPARE):
-            self._open = None
+            self._close()
         elif type_code in _LOAD_EVENTS or isinstance(body, UnknownEvent):
             raise item.event.locate(
                 IrreversibleStatementError(f"{item.event.type_name} cannot be undone from the binlog")
@@ -482,12 +490,10 @@ class Flashback:
 
     def _query(self, item: DecodedEvent, query: QueryEvent) -> None:
         if query.kind in _KEYWORDS:
-            if query.kind == StatementKind.BEGIN:
-                if self._open is None or self._open.changes:
-                    self._open = _Transaction(f"BEGIN at {_place(item)}")
-                    self.transactions.append(self._open)
+            if query.kind == StatementKind.BEGIN and (self._open is None or self._open.changes):
+                self._begin(f"BEGIN at {_place(item)}")
             elif ends_group(query):
-                self._open = None
+                self._close()
             return
         text = query.statement if isinstance(query.statement, str) else repr(query.statement)
         first = text.lstrip().split(None, 1)[:1]
@@ -503,21 +509,20 @@ class Flashback:
 
     def write(self, out: TextIO) -> int:
         """Write the undo script; return the number of transactions undone."""
-        done = [t for t in self.transactions if t.changes]
-        statements = [(t, undo(t.changes, text_codec=self.text_codec)) for t in reversed(done)]
+        self._close()
         out.write("SET NAMES utf8mb4;\n")
         out.write("SET " + ", ".join(f"@@session.{name}={value}" for name, value in ROW_SETTINGS) + ";\n")
-        for transaction, undone in statements:
+        for transaction in reversed(self.transactions):
             out.write(f"-- undo {transaction.label}\n")
             out.write("BEGIN;\n")
             if transaction.no_foreign_key_checks:
                 out.write("SET @@session.foreign_key_checks=0;\n")
-            for statement in undone:
+            for statement in transaction.undo:
                 out.write(statement + "\n")
             out.write("COMMIT;\n")
             if transaction.no_foreign_key_checks:
                 out.write("SET @@session.foreign_key_checks=1;\n")
-        return len(done)
+        return len(self.transactions)
 
 
 __all__ = ["HANDLERS", "KNOWN_SILENT", "Flashback", "SqlScript"]

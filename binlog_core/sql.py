@@ -42,9 +42,15 @@ refused (:class:`~binlog_core.errors.AmbiguousValueError`): it may be a large un
 **Which row.**  A row is found by its primary key when the TABLE_MAP names one (FULL metadata):
 ``WHERE `id` = 7``.  Otherwise by every column of the image, NULL-safe, text and binary columns
 compared byte for byte (``CAST(`c` AS BINARY) <=> 'x'``: a case-insensitive collation would find
-another row), with ``LIMIT 1`` (rows equal in every column are interchangeable).  A column
-absent from an image (``binlog_row_image`` MINIMAL/NOBLOB) is unchanged by the change: the row
-after an update is the before image overlaid with the after image.
+another row), with ``LIMIT 1`` (rows equal in every column are interchangeable).
+
+**Partial images** (``binlog_row_image`` MINIMAL/NOBLOB leave columns out).  The row an UPDATE or
+DELETE changes is found by the columns the server logged to find it (MINIMAL: the primary key).
+The values an INSERT or UPDATE writes must all be in the image: a partial insert image lacks the
+values the server filled in, and a partial update image does not prove the columns it leaves out
+unchanged (MariaDB runs a REPLACE into a table with only a primary key as an update and resets
+the columns the REPLACE does not name without logging them).  Undoing needs the key of an
+inserted row (or all of it) and the whole before image of a deleted or updated row.
 
 **What is refused** (:class:`~binlog_core.errors.SqlError`, located at the change's file,
 offset and row, with the column in its path): a table map without column names
@@ -534,14 +540,31 @@ def _current(before: Row, after: Row) -> Row:
     return tuple(b if a is ABSENT else a for b, a in zip(before, after, strict=False))
 
 
+def _complete(change: ChangeLike, image: Row, side: str, why: str) -> Row:
+    """``image`` when it holds every column; else :class:`PartialImageError` naming the absent ones."""
+    absent = [c for c, v in zip(change.table_map.columns, image, strict=False) if v is ABSENT]
+    if absent:
+        verb = "is" if len(absent) == 1 else "are"
+        raise _locate(PartialImageError(f"{_absent(absent)} {verb} not in the image; {why}"), change, None, side)
+    return image
+
+
+_UNKNOWN_FILL: Final = "the server gave them values (their defaults) that the binlog does not hold"
+_UNKNOWN_RESET: Final = (
+    "nothing says they kept their values (a REPLACE the server runs as an update resets columns without logging them)"
+)
+
+
 def _apply_insert(change: ChangeLike, codec: str | None) -> str:
-    return _insert(change, _image(change, "after"), "after", codec)
+    after = _complete(change, _image(change, "after"), "after", _UNKNOWN_FILL)
+    return _insert(change, after, "after", codec)
 
 
 def _apply_update(change: ChangeLike, codec: str | None) -> str:
     before = _image(change, "before")
     where = _row_filter(change, before, "before", codec, complete=False)
-    return _update(change, _image(change, "after"), "after", where, codec)
+    after = _complete(change, _image(change, "after"), "after", _UNKNOWN_RESET)
+    return _update(change, after, "after", where, codec)
 
 
 def _apply_delete(change: ChangeLike, codec: str | None) -> str:
@@ -557,8 +580,12 @@ APPLY: Final[dict[str, Callable[[ChangeLike, str | None], str]]] = {
 
 
 def change_statement(change: ChangeLike, *, text_codec: str | None = "utf-8") -> str:
-    """The statement that applies one row change (an image may be partial: the columns it holds
-    are written, the row is found by the columns the server logged to find it)."""
+    """The statement that applies one row change.
+
+    The values written must all be in the image (an INSERT or UPDATE image that leaves columns
+    out is refused); the row an UPDATE or DELETE changes is found by the columns the server
+    logged to find it (MINIMAL: the primary key).
+    """
     return APPLY[change.op](change, text_codec)
 
 
@@ -567,31 +594,15 @@ def _undo_insert(change: ChangeLike, codec: str | None) -> str:
 
 
 def _undo_delete(change: ChangeLike, codec: str | None) -> str:
-    before = _image(change, "before")
-    absent = [c for c, v in zip(change.table_map.columns, before, strict=False) if v is ABSENT]
-    if absent:
-        raise _locate(
-            PartialImageError(f"the deleted row cannot be inserted back: {_absent(absent)} not in the image"),
-            change,
-            None,
-            "before",
-        )
+    before = _complete(change, _image(change, "before"), "before", "the deleted row cannot be inserted back")
     return _insert(change, before, "before", codec)
 
 
 def _undo_update(change: ChangeLike, codec: str | None) -> str:
-    before = _image(change, "before")
-    after = _image(change, "after")
-    columns = change.table_map.columns
-    lost = [c for c, b, a in zip(columns, before, after, strict=False) if a is not ABSENT and b is ABSENT]
-    if lost:
-        raise _locate(
-            PartialImageError(f"the values {_absent(lost)} had before the update are not in the before image"),
-            change,
-            None,
-            "before",
-        )
-    where = _row_filter(change, _current(before, after), "after", codec, complete=True)
+    before = _complete(
+        change, _image(change, "before"), "before", "the row cannot be set back to what it was before the update"
+    )
+    where = _row_filter(change, _current(before, _image(change, "after")), "after", codec, complete=True)
     return _update(change, before, "before", where, codec)
 
 
