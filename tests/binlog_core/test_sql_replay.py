@@ -9,6 +9,7 @@ second schema; ``tests/fixtures/workload_sample.py``: the shop, FULL metadata th
 
 from __future__ import annotations
 
+from decimal import Decimal
 from pathlib import Path
 
 import pytest
@@ -146,3 +147,19 @@ def test_names_are_not_carried_across_a_gap_in_the_files(tmp_path: Path, capsys:
     (line,) = capsys.readouterr().err.splitlines()
     assert line.startswith("mysql-bin.000003\t")
     assert "\tCOLUMN_NAMES_UNKNOWN\t" in line
+
+
+@pytest.mark.mariadb
+def test_statements_of_a_statement_based_binlog_replay_with_their_user_variables(
+    mariadb_factory: ServerFactory, tmp_path: Path
+) -> None:
+    # the script stops at the LOAD DATA it cannot replay; what it wrote before applies as logged
+    misc = Path(__file__).resolve().parent / "events" / "data" / "mariadb-10.11-misc.binlog"
+    status, _script = dump_script(tmp_path / "misc.sql", "--rows-as", "sql", misc)
+    assert status == EXIT_ERRORS
+    target = mariadb_factory(dict(DEFAULT_BINLOG_OPTIONS))
+    apply_script(target, tmp_path / "misc.sql")
+    assert target.query("SELECT id, s, d, r, u FROM fx.t ORDER BY id") == [
+        (1, "héllo😀", Decimal("-1234.567"), 0.0025, 18446744073709551615),
+        (2, "é", Decimal("-42.000"), None, None),
+    ]
