@@ -33,7 +33,9 @@ AUTO_INCREMENT column kept, backslash escapes on)::
     ENUM, SET                         the label(s) ``'small'``, ``'x,z'``; the 1-based index or
                                       the bitmask (``3``) when the file carries no labels
     JSON (MySQL)                      its text ``'{"a": 1}'``; ``CAST(... AS JSON)`` in a WHERE;
-                                      a partial update as ``JSON_REPLACE(`col`, '$.a', CAST(...))``
+                                      a partial update as ``JSON_REPLACE(`col`, '$.a', CAST(...))``;
+                                      a document holding opaque values (DATE, DECIMAL, ... stored as
+                                      JSON) is refused: its text does not rebuild it
     NULL                              ``NULL`` (``IS NULL`` in a WHERE)
 
 A negative integer of a column whose signedness the file does not carry (no FULL metadata) is
@@ -86,7 +88,7 @@ from binlog_core.errors import (
     PartialImageError,
     SqlError,
 )
-from binlog_core.json_binary import JsonDiff
+from binlog_core.json_binary import JsonDiff, JsonWithOpaque
 from binlog_core.render import float32_text
 from binlog_core.rows import JsonPartialUpdate, Row, UndecodedText
 from binlog_core.table_map import BLOB_COMPRESSED, VARCHAR_COMPRESSED, Column, TableMap
@@ -287,10 +289,20 @@ def _label_or_number(value: object, column: Column, _codec: str | None) -> str:
     return quote_string(value) if isinstance(value, str) else str(value)
 
 
+def _json_text(value: str) -> str:
+    """A JSON text literal; refused when the text does not rebuild the document (opaque values)."""
+    if isinstance(value, JsonWithOpaque):
+        raise AmbiguousValueError(
+            f"the JSON document {value[:200]!r} holds MySQL opaque values (DATE, TIME, DATETIME, DECIMAL or "
+            "another column type stored as JSON); its text reads back as strings and doubles, not those values"
+        )
+    return quote_string(value)
+
+
 def _json(value: object, column: Column, _codec: str | None) -> str:
     if not isinstance(value, str):
         raise SqlError(f"JSON value {value!r} is not the text of a document")
-    return quote_string(value)
+    return _json_text(value)
 
 
 LITERALS: Final[dict[int, LiteralWriter]] = {
@@ -437,7 +449,7 @@ def _json_diff(expression: str, diff: JsonDiff) -> str:
     function = (
         "JSON_ARRAY_INSERT" if diff.operation == "INSERT" and diff.path.endswith("]") else f"JSON_{diff.operation}"
     )
-    return f"{function}({expression}, {path}, CAST({quote_string(diff.value)} AS JSON))"
+    return f"{function}({expression}, {path}, CAST({_json_text(diff.value)} AS JSON))"
 
 
 # -- statements -----------------------------------------------------------------------------

@@ -150,11 +150,26 @@ def test_vector_elements_are_their_float32_bytes_in_hex() -> None:
 
 @pytest.mark.corpus
 def test_mysql_json_is_its_text_and_compared_as_json() -> None:
-    change = change_at(corpus_path("rust_mysql_common/json-opaque.binlog"), 1197)
-    assert change_statement(change) == "INSERT INTO `foo`.`test` (`a`) VALUES ('{\"d\": 123.456}');"
+    change = change_at(corpus_path("rust_mysql_common/json-opaque.binlog"), 1428)
+    assert change_statement(change) == "INSERT INTO `foo`.`test` (`a`) VALUES ('{\"e\": [0, 1, true, false]}');"
     assert undo_statements([change]) == [
-        "DELETE FROM `foo`.`test` WHERE `a` <=> CAST('{\"d\": 123.456}' AS JSON) LIMIT 1;"
+        "DELETE FROM `foo`.`test` WHERE `a` <=> CAST('{\"e\": [0, 1, true, false]}' AS JSON) LIMIT 1;"
     ]
+
+
+@pytest.mark.corpus
+@pytest.mark.parametrize(("offset", "text"), [(846, '{"b": "2012-03-18"}'), (1312, '{"e": 9.00}')])
+def test_mysql_json_holding_a_date_or_decimal_value_is_refused_as_its_text_would_read_back_as_other_types(
+    offset: int, text: str
+) -> None:
+    change = change_at(corpus_path("rust_mysql_common/json-opaque.binlog"), offset)
+    assert change.after == (text,)
+    problem = refusal(change)
+    assert isinstance(problem, AmbiguousValueError)
+    assert problem.message == (
+        f"after image: the JSON document {text!r} holds MySQL opaque values (DATE, TIME, DATETIME, DECIMAL or "
+        "another column type stored as JSON); its text reads back as strings and doubles, not those values"
+    )
 
 
 def test_text_that_did_not_decode_in_its_charset_is_its_bytes_after_the_charset_introducer(tmp_path: Path) -> None:
