@@ -49,7 +49,7 @@ import contextlib
 import json
 import os
 import sys
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any, TextIO
 
 from binlog_core.charsets import CHARSET_CODECS
@@ -168,6 +168,7 @@ class _Run:
         self.flashback = Flashback(text_codec=options.default_charset) if mode == "flashback" else None
 
     def report(self, problem: BinlogError) -> None:
+        """One stderr line; its severity counts for the exit status."""
         self.severities.add(problem.severity)
         _report(problem, self.err)
 
@@ -212,6 +213,7 @@ class _Run:
         raise _Stop
 
     def run(self, paths: Sequence[str]) -> int:
+        """Read, select and write; the exit status."""
         try:
             for item, selected in self.items(paths):
                 changes = self.names.observe(item) if self.scripted else item.rows
@@ -234,30 +236,33 @@ class _Run:
         return EXIT_WARNINGS if self.severities else EXIT_OK
 
     def selected(self, item: DecodedEvent, changes: Sequence[ChangeLike] | BinlogError) -> None:
-        """Write one selected event in the run's mode."""
+        """Write one selected event in the run's mode (``changes``: its row changes, names resolved)."""
         for problem in item.problems:
             if self.scripted and problem.severity == "error":
                 self.refuse(problem)
             self.report(problem)
-        if self.mode == "events":
+        WRITERS[self.mode](self, item, changes)
+
+    def _event(self, item: DecodedEvent, _changes: Sequence[ChangeLike] | BinlogError) -> None:
+        found: list[BinlogError] = []
+        self.out.write(_dumps(_event_record(item, found)) + "\n")
+        for problem in found:
+            self.report(problem)
+
+    def _rows(self, item: DecodedEvent, _changes: Sequence[ChangeLike] | BinlogError) -> None:
+        for change in item.rows:
             found: list[BinlogError] = []
-            self.out.write(_dumps(_event_record(item, found)) + "\n")
+            record = render_change(change, found)
+            if self.verbose:
+                record["statement"] = self.statement
+            if self.verbose > 1:
+                record["columns"] = [_column_record(c) for c in change.table_map.columns]
+            self.out.write(_dumps(record) + "\n")
             for problem in found:
                 self.report(problem)
-            return
-        if self.mode == "json":
-            for change in item.rows:
-                found = []
-                record = render_change(change, found)
-                if self.verbose:
-                    record["statement"] = self.statement
-                if self.verbose > 1:
-                    record["columns"] = [_column_record(c) for c in change.table_map.columns]
-                self.out.write(_dumps(record) + "\n")
-                for problem in found:
-                    self.report(problem)
-            return
-        if isinstance(changes, BinlogError):  # the names of its table could not be resolved
+
+    def _script(self, item: DecodedEvent, changes: Sequence[ChangeLike] | BinlogError) -> None:
+        if isinstance(changes, BinlogError):  # the rows did not decode again with the completed map
             self.refuse(changes)
             return
         try:
@@ -267,6 +272,15 @@ class _Run:
                 self.flashback.add(item, changes)
         except BinlogError as exc:
             self.refuse(exc)
+
+
+WRITERS: dict[str, Callable[[_Run, DecodedEvent, Sequence[ChangeLike] | BinlogError], None]] = {
+    "events": _Run._event,
+    "json": _Run._rows,
+    "sql": _Run._script,
+    "flashback": _Run._script,
+}
+"""Output mode -> what a selected event becomes."""
 
 
 def dump(

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import logging
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Final
 
@@ -171,11 +171,73 @@ def _place(columns: list[_KnownColumn], column: _KnownColumn, position: tuple[st
         columns.insert(_index(columns, position[1] or "") + 1, column)
 
 
-def _declared_type(definition: exp.ColumnDef) -> str:
+def _declared_type(definition: exp.Expression) -> str:
     kind = definition.args.get("kind")
     if not isinstance(kind, exp.DataType):
         raise _Unfollowed(f"column {definition.name} without a type")
     return kind.sql(dialect="mysql").lower()
+
+
+_Columns = list[_KnownColumn]
+_Key = list[str]
+
+
+def _add_column(columns: _Columns, key: _Key, action: exp.Expression) -> None:
+    """``ADD [COLUMN] [IF NOT EXISTS] c type [FIRST | AFTER x]``."""
+    if action.args.get("exists") and any(c.name.lower() == action.name.lower() for c in columns):
+        return
+    _place(columns, _KnownColumn(action.name, None, _declared_type(action)), _position(action))
+
+
+def _drop_column(columns: _Columns, key: _Key, action: exp.Expression) -> None:
+    """``DROP [COLUMN] [IF EXISTS] c``; dropping a key column changes the key: not followed."""
+    if (action.args.get("kind") or "").upper() != "COLUMN":
+        raise _Unfollowed(f"ALTER TABLE action {action.sql(dialect='mysql')!r}")
+    for dropped in action.args.get("tables") or [action.this]:
+        if action.args.get("exists") and not any(c.name.lower() == dropped.name.lower() for c in columns):
+            continue
+        gone = columns.pop(_index(columns, dropped.name))
+        if any(k.lower() == gone.name.lower() for k in key):
+            raise _Unfollowed("a primary key column is dropped")
+
+
+def _modify_column(columns: _Columns, key: _Key, action: exp.Expression) -> None:
+    """``MODIFY c type`` / ``CHANGE old new type``, with an optional FIRST/AFTER."""
+    definition = action.this
+    old = action.args.get("rename_from")
+    old_name = old.name if isinstance(old, exp.Expression) else (old or definition.name)
+    index = _index(columns, old_name)
+    columns.pop(index)
+    new = _KnownColumn(definition.name, None, _declared_type(definition))
+    position = _position(definition)
+    if position is None:
+        columns.insert(index, new)
+    else:
+        _place(columns, new, position)
+    key[:] = [definition.name if k.lower() == old_name.lower() else k for k in key]
+
+
+def _rename_column(columns: _Columns, key: _Key, action: exp.Expression) -> None:
+    """``RENAME COLUMN a TO b``: everything else about the column stays."""
+    index = _index(columns, action.this.name)
+    old = columns[index]
+    to = action.args["to"].name
+    columns[index] = _KnownColumn(to, None if old.full is None else replace(old.full, name=to), old.declared)
+    key[:] = [to if k.lower() == old.name.lower() else k for k in key]
+
+
+def _same_columns(columns: _Columns, key: _Key, action: exp.Expression) -> None:
+    """``ALTER [COLUMN] c SET/DROP DEFAULT``: the stored values keep their shape."""
+
+
+ALTER_ACTIONS: Final[dict[type[exp.Expression], Callable[[_Columns, _Key, exp.Expression], None]]] = {
+    exp.ColumnDef: _add_column,
+    exp.Drop: _drop_column,
+    exp.ModifyColumn: _modify_column,
+    exp.RenameColumn: _rename_column,
+    exp.AlterColumn: _same_columns,
+}
+"""sqlglot's ALTER TABLE action -> its effect on the known columns; other actions are not followed."""
 
 
 def _alter(known: _Known, actions: Sequence[exp.Expression]) -> _Known:
@@ -183,41 +245,10 @@ def _alter(known: _Known, actions: Sequence[exp.Expression]) -> _Known:
     columns = list(known.columns)
     key = list(known.primary_key)
     for action in actions:
-        if isinstance(action, exp.ColumnDef):
-            if action.args.get("exists") and any(c.name.lower() == action.name.lower() for c in columns):
-                continue
-            _place(columns, _KnownColumn(action.name, None, _declared_type(action)), _position(action))
-        elif isinstance(action, exp.Drop) and (action.args.get("kind") or "").upper() == "COLUMN":
-            for dropped in action.args.get("tables") or [action.this]:
-                if action.args.get("exists") and not any(c.name.lower() == dropped.name.lower() for c in columns):
-                    continue
-                gone = columns.pop(_index(columns, dropped.name))
-                if any(k.lower() == gone.name.lower() for k in key):
-                    raise _Unfollowed("a primary key column is dropped")
-        elif isinstance(action, exp.ModifyColumn):
-            definition = action.this
-            old = action.args.get("rename_from")
-            old_name = old.name if isinstance(old, exp.Expression) else (old or definition.name)
-            index = _index(columns, old_name)
-            columns.pop(index)
-            new = _KnownColumn(definition.name, None, _declared_type(definition))
-            position = _position(definition)
-            if position is None:
-                columns.insert(index, new)
-            else:
-                _place(columns, new, position)
-            key = [definition.name if k.lower() == old_name.lower() else k for k in key]
-        elif isinstance(action, exp.RenameColumn):
-            index = _index(columns, action.this.name)
-            old_column = columns[index]
-            to = action.args["to"].name
-            full = None if old_column.full is None else replace(old_column.full, name=to)
-            columns[index] = _KnownColumn(to, full, old_column.declared)
-            key = [to if k.lower() == old_column.name.lower() else k for k in key]
-        elif isinstance(action, exp.AlterColumn):
-            continue  # SET/DROP DEFAULT: no change to the stored values' shape
-        else:
+        follow = ALTER_ACTIONS.get(type(action))
+        if follow is None:
             raise _Unfollowed(f"ALTER TABLE action {action.sql(dialect='mysql')!r}")
+        follow(columns, key, action)
     return _Known(tuple(columns), tuple(key), known.source)
 
 
@@ -357,26 +388,33 @@ class ColumnNames:
         except (ParseError, TokenError):
             self.known.clear()
             return
-        default = query.schema or None
-        if isinstance(parsed, exp.Alter) and (parsed.args.get("kind") or "").upper() == "TABLE":
-            self._alter(parsed, default)
-        elif isinstance(parsed, exp.Create) and (parsed.args.get("kind") or "").upper() in ("TABLE", "SEQUENCE"):
-            target = parsed.this
-            table = target.this if isinstance(target, exp.Schema) else target
-            if isinstance(table, exp.Table):
-                self._forget(table.db or default, table.name)
-            else:
-                self.known.clear()
-        elif isinstance(parsed, exp.Create) and (parsed.args.get("kind") or "").upper() in _HARMLESS_CREATE:
+        if not isinstance(parsed, exp.Expression):
+            self.known.clear()
             return
-        elif isinstance(parsed, exp.Drop):
-            self._drop(parsed, default)
-        elif isinstance(parsed, exp.TruncateTable):
-            return
-        else:
-            self.known.clear()  # RENAME TABLE, CONVERT TO CHARACTER SET, ...: not followed
+        follow = DDL_STATEMENTS.get(type(parsed), ColumnNames._not_followed)
+        follow(self, parsed, query.schema or None)
 
-    def _alter(self, parsed: exp.Alter, default: str | None) -> None:
+    def _not_followed(self, _parsed: exp.Expression, _default: str | None) -> None:
+        """RENAME TABLE, ALTER TABLE ... CONVERT TO CHARACTER SET, ...: forget every table."""
+        self.known.clear()
+
+    def _unchanged(self, _parsed: exp.Expression, _default: str | None) -> None:
+        """TRUNCATE: the columns stay."""
+
+    def _create(self, parsed: exp.Expression, default: str | None) -> None:
+        kind = (parsed.args.get("kind") or "").upper()
+        if kind in _HARMLESS_CREATE:
+            return
+        target = parsed.this
+        table = target.this if isinstance(target, exp.Schema) else target
+        if kind in ("TABLE", "SEQUENCE") and isinstance(table, exp.Table):
+            self._forget(table.db or default, table.name)
+        else:
+            self.known.clear()
+
+    def _alter(self, parsed: exp.Expression, default: str | None) -> None:
+        if (parsed.args.get("kind") or "").upper() != "TABLE":
+            return  # ALTER DATABASE, VIEW, ...
         table = parsed.this
         schema = table.db or default
         key = next((k for k in self.known if k[0] == schema and k[1].lower() == table.name.lower()), None)
@@ -392,7 +430,7 @@ class ColumnNames:
             return
         self.known[key] = updated
 
-    def _drop(self, parsed: exp.Drop, default: str | None) -> None:
+    def _drop(self, parsed: exp.Expression, default: str | None) -> None:
         kind = (parsed.args.get("kind") or "").upper()
         if kind in ("DATABASE", "SCHEMA"):
             target = parsed.this
@@ -412,10 +450,19 @@ class ColumnNames:
             self.known.clear()
 
 
+DDL_STATEMENTS: Final[dict[type[exp.Expression], Callable[[ColumnNames, exp.Expression, str | None], None]]] = {
+    exp.Alter: ColumnNames._alter,
+    exp.Create: ColumnNames._create,
+    exp.Drop: ColumnNames._drop,
+    exp.TruncateTable: ColumnNames._unchanged,
+}
+"""sqlglot's statement -> how it changes the known tables (given the statement's default database);
+any other DDL forgets every table."""
+
 _HARMLESS_CREATE: Final = frozenset(
     {"VIEW", "INDEX", "FUNCTION", "PROCEDURE", "TRIGGER", "EVENT", "USER", "ROLE", "DATABASE", "SCHEMA", "SERVER"}
 )
 """CREATE/DROP of objects that are not a table's columns (an index leaves the row images as they are)."""
 
 
-__all__ = ["DECLARED_TYPES", "ColumnNames"]
+__all__ = ["ALTER_ACTIONS", "DDL_STATEMENTS", "DECLARED_TYPES", "ColumnNames"]

@@ -152,6 +152,7 @@ def _place(item: DecodedEvent) -> str:
 
 
 _Handler = Callable[["SqlScript", DecodedEvent, Sequence[ChangeLike]], None]
+_Step = Callable[["Flashback", DecodedEvent, Sequence[ChangeLike]], None]
 
 
 class SqlScript:
@@ -470,23 +471,35 @@ class Flashback:
 
     def add(self, item: DecodedEvent, changes: Sequence[ChangeLike]) -> None:
         """One selected event (``changes``: its row changes, names resolved)."""
+        if isinstance(item.body, UnknownEvent):
+            self._irreversible(item, changes)
+        collect = FLASHBACK_STEPS.get(item.event.type_code)
+        if collect is not None:
+            collect(self, item, changes)
+
+    def _gtid(self, item: DecodedEvent, _changes: Sequence[ChangeLike]) -> None:
         body = item.body
-        type_code = item.event.type_code
         if isinstance(body, (GtidEvent, MariaDBGtidEvent)):
             self._begin(f"GTID {body.gtid or 'ANONYMOUS'} at {_place(item)}")
-        elif isinstance(body, RowsEvent):
-            if self._open is None:
-                self._open = _Transaction(f"{_place(item)} (no transaction start selected)")
-            self._open.changes.extend(changes)
-            self._open.no_foreign_key_checks |= bool(body.flags & RowsFlag.NO_FOREIGN_KEY_CHECKS)
-        elif isinstance(body, QueryEvent):
-            self._query(item, body)
-        elif type_code in (EventType.XID, EventType.XA_PREPARE):
-            self._close()
-        elif type_code in _LOAD_EVENTS or isinstance(body, UnknownEvent):
-            raise item.event.locate(
-                IrreversibleStatementError(f"{item.event.type_name} cannot be undone from the binlog")
-            )
+
+    def _rows(self, item: DecodedEvent, changes: Sequence[ChangeLike]) -> None:
+        body = item.body
+        if not isinstance(body, RowsEvent):
+            return
+        if self._open is None:
+            self._open = _Transaction(f"{_place(item)} (no transaction start selected)")
+        self._open.changes.extend(changes)
+        self._open.no_foreign_key_checks |= bool(body.flags & RowsFlag.NO_FOREIGN_KEY_CHECKS)
+
+    def _end(self, _item: DecodedEvent, _changes: Sequence[ChangeLike]) -> None:
+        self._close()
+
+    def _irreversible(self, item: DecodedEvent, _changes: Sequence[ChangeLike]) -> None:
+        raise item.event.locate(IrreversibleStatementError(f"{item.event.type_name} cannot be undone from the binlog"))
+
+    def _statement(self, item: DecodedEvent, _changes: Sequence[ChangeLike]) -> None:
+        if isinstance(item.body, QueryEvent):
+            self._query(item, item.body)
 
     def _query(self, item: DecodedEvent, query: QueryEvent) -> None:
         if query.kind in _KEYWORDS:
@@ -525,4 +538,18 @@ class Flashback:
         return len(self.transactions)
 
 
-__all__ = ["HANDLERS", "KNOWN_SILENT", "Flashback", "SqlScript"]
+FLASHBACK_STEPS: Final[dict[int, _Step]] = {
+    int(EventType.GTID): Flashback._gtid,
+    int(EventType.ANONYMOUS_GTID): Flashback._gtid,
+    int(EventType.GTID_TAGGED): Flashback._gtid,
+    int(EventType.MARIADB_GTID): Flashback._gtid,
+    **{int(code): Flashback._rows for code in ROWS_KINDS},
+    **{int(code): Flashback._statement for code in QUERY_SHAPED if code != EventType.EXECUTE_LOAD_QUERY},
+    int(EventType.XID): Flashback._end,
+    int(EventType.XA_PREPARE): Flashback._end,
+    **dict.fromkeys(_LOAD_EVENTS, Flashback._irreversible),
+}
+"""Event type -> what a flashback collects from it; other events change nothing it undoes."""
+
+
+__all__ = ["FLASHBACK_STEPS", "HANDLERS", "KNOWN_SILENT", "Flashback", "SqlScript"]

@@ -21,7 +21,10 @@ known).  Each option means what it means to ``mariadb-binlog`` / ``mysqlbinlog``
                           transaction, such as FORMAT_DESCRIPTION or ROTATE, pass)
     --exclude-gtids SET   every transaction except those whose GTID is in SET
 
-Names are compared exactly (case-sensitive), like the tools' ``strcmp``.  Times are the event
+Names are compared exactly (case-sensitive), like the tools' ``strcmp``.  One difference: with
+``--database``/``--table`` the tools hold an ANNOTATE_ROWS event back and print it only with a
+table map they keep; here it passes like any other event (the rows and statements selected are
+the same).  Times are the event
 header's seconds since the epoch; :func:`parse_datetime` reads ``YYYY-MM-DD[ HH:MM:SS]`` as UTC
 (the tools read it in the machine's local zone) or with an explicit ``+hh:mm``/``Z`` offset.
 
