@@ -218,6 +218,52 @@ class NonFiniteFloatWarning(BinlogError):
     severity = "warning"
 
 
+class SqlError(BinlogError, ValueError):
+    """A change or statement that cannot be written as SQL exactly (``binlog-dump --rows-as sql``,
+    ``--flashback``): what is missing is named, nothing is guessed."""
+
+    code = "SQL_ERROR"
+
+
+class NonFiniteValueError(SqlError):
+    """A FLOAT, DOUBLE or VECTOR value that is NaN or an infinity: SQL has no literal for it."""
+
+    code = "NON_FINITE_VALUE"
+
+
+class ColumnNamesUnknownError(SqlError):
+    """A TABLE_MAP without column names (``binlog_row_metadata`` MINIMAL or NO_LOG) and no names
+    known for the table from earlier in the files."""
+
+    code = "COLUMN_NAMES_UNKNOWN"
+
+
+class PartialImageError(SqlError):
+    """A value the statement needs is absent from the row image (``binlog_row_image`` MINIMAL/NOBLOB)."""
+
+    code = "PARTIAL_IMAGE"
+
+
+class AmbiguousValueError(SqlError):
+    """A value whose meaning depends on metadata the file does not carry (the signedness of a
+    negative integer, whether a CHAR-typed column is text or BINARY)."""
+
+    code = "AMBIGUOUS_VALUE"
+
+
+class IrreversibleStatementError(SqlError):
+    """A statement in a flashback selection that the row images cannot undo (DDL, statement-based DML)."""
+
+    code = "IRREVERSIBLE_STATEMENT"
+
+
+class UnreplayableEventError(SqlError):
+    """An event whose effect a SQL script cannot reproduce exactly (a statement that failed on the
+    source, text in a client charset the script cannot carry, LOAD DATA, an unknown event type)."""
+
+    code = "UNREPLAYABLE_EVENT"
+
+
 ERROR_CODES: dict[str, type[BinlogError]] = {
     cls.code: cls
     for cls in (
@@ -236,6 +282,13 @@ ERROR_CODES: dict[str, type[BinlogError]] = {
         UnknownOptionalMetadataWarning,
         CharsetWarning,
         NonFiniteFloatWarning,
+        SqlError,
+        NonFiniteValueError,
+        ColumnNamesUnknownError,
+        PartialImageError,
+        AmbiguousValueError,
+        IrreversibleStatementError,
+        UnreplayableEventError,
     )
 }
 """Every stable error code and the class that carries it."""

@@ -287,6 +287,24 @@ def time_from_packed(packed: int) -> str:
 # --- opaque values ---------------------------------------------------------------------------
 
 
+class JsonWithOpaque(str):
+    """The text of a document that holds MySQL opaque values (``decode_json`` returns one).
+
+    DATE, TIME, DATETIME, TIMESTAMP and DECIMAL values (``JSON_OBJECT('d', CURDATE())``,
+    ``CAST(... AS JSON)``) and other column types print as strings and numbers; read back from
+    the text they become JSON strings and doubles, so the text alone does not rebuild the
+    document.  It is an ordinary ``str`` otherwise (equal to, and rendered like, the plain text).
+    """
+
+    __slots__ = ()
+
+
+class _OpaquePiece(str):
+    """The printed text of one opaque value, as :func:`_read_opaque` appends it."""
+
+    __slots__ = ()
+
+
 def _opaque_decimal(data: bytes) -> str:
     """``Json_decimal::convert_from_binary``: precision u8, scale u8, then ``decimal2bin`` bytes."""
     if len(data) < 2:
@@ -389,7 +407,7 @@ def _read_opaque(buf: bytes, pos: int, end: int, depth: int, out: list[str]) -> 
         raise _overrun(depth, f"JSON opaque value of {length} bytes at +{start}, {end - start} remain")
     data = buf[start:stop]
     render = _OPAQUE_RENDERERS.get(field_type)
-    out.append(render(data) if render is not None else _opaque_base64(field_type, data))
+    out.append(_OpaquePiece(render(data) if render is not None else _opaque_base64(field_type, data)))
     return stop
 
 
@@ -505,7 +523,8 @@ _READERS: Final[dict[int, _Reader]] = {
 
 
 def decode_json(data: bytes) -> str:
-    """One binary JSON document as the text ``SELECT`` shows for it.
+    """One binary JSON document as the text ``SELECT`` shows for it (a :class:`JsonWithOpaque`
+    when the document holds opaque values).
 
     >>> decode_json(bytes.fromhex("00 0100 0c00 0b00 0100 050100 63".replace(" ", "")))
     '{"c": 1}'
@@ -521,7 +540,11 @@ def decode_json(data: bytes) -> str:
     end = reader(data, 1, len(data), 0, out)
     if end != len(data):
         raise MalformedError(f"{len(data) - end} bytes follow the JSON value that ends at +{end}")
-    return "".join(out)
+    text = "".join(out)
+    # an opaque value has the type byte 0x0f in its value entry (or as the document type)
+    if b"\x0f" in data and any(type(piece) is _OpaquePiece for piece in out):
+        return JsonWithOpaque(text)
+    return text
 
 
 # --- partial updates -------------------------------------------------------------------------

@@ -572,3 +572,127 @@ def test_nan_in_an_event_body_prints_as_a_string_with_a_warning(
     ]
     body = next(r["body"] for r in records if r["offset"] == 883)
     assert (body["name"], body["value"]) == ("r", "NaN")
+
+
+# --- selection, SQL output, verbosity, the result file ----------------------------------------
+
+MISC = Path(__file__).resolve().parent / "events" / "data" / "mariadb-10.11-misc.binlog"
+"""MariaDB 10.11, statement-based: user variables before INSERTs, then LOAD DATA (BEGIN_LOAD_QUERY at 1449)."""
+
+
+def test_result_file_receives_the_output_and_stdout_stays_empty(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    target = tmp_path / "rows.jsonl"
+    status = main(["--result-file", str(target), "--table", "t_nopk", str(FIXTURES / "full" / "mysql-bin.000004")])
+    assert (status, capsys.readouterr()) == (EXIT_OK, ("", ""))
+    records = [strict_json(line) for line in target.read_text(encoding="utf-8").splitlines()]
+    assert [(r["op"], r["after"]) for r in records[:2]] == [
+        ("insert", {"a": 1, "b": "one", "c": "x"}),
+        ("insert", {"a": 2, "b": "two", "c": None}),
+    ]
+    assert {r["table"] for r in records} == {"t_nopk"}
+    assert len(records) == 8
+
+
+def test_database_of_no_table_selects_no_row_and_is_no_problem(capsys: pytest.CaptureFixture[str]) -> None:
+    assert run(capsys, "-d", "other", FULL_1) == (EXIT_OK, [], [])
+
+
+def test_verbose_adds_each_rows_statement_and_very_verbose_its_columns(capsys: pytest.CaptureFixture[str]) -> None:
+    status, records, _err = run(capsys, "-v", "--table", "t_nopk", FIXTURES / "full" / "mysql-bin.000004")
+    assert status == EXIT_OK
+    assert records[0]["statement"] == (
+        "INSERT INTO `fixture`.`t_nopk` (`a`, `b`, `c`) VALUES (1, 'one', 'x'), (2, 'two', NULL), (1, 'one', 'x'), "
+        "(3, NULL, 'third')"
+    )
+    assert "columns" not in records[0]
+    status, records, _err = run(capsys, "-vv", "--table", "t_nopk", FIXTURES / "full" / "mysql-bin.000004")
+    assert records[0]["columns"] == [
+        {"name": "a", "type": "LONG", "meta": 0, "nullable": True, "unsigned": False},
+        {"name": "b", "type": "VARCHAR", "meta": 80, "nullable": True, "unsigned": None},
+        {"name": "c", "type": "BLOB", "meta": 2, "nullable": True, "unsigned": None},
+    ]
+
+
+def test_sql_of_a_statement_based_binlog_sets_its_user_variables_and_stops_at_load_data(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    status = main(["--rows-as", "sql", str(MISC)])
+    out, err = capsys.readouterr()
+    assert status == EXIT_ERRORS
+    assert err.splitlines() == [
+        "mariadb-10.11-misc.binlog\t1449\tUNREPLAYABLE_EVENT\tBEGIN_LOAD_QUERY: BEGIN_LOAD_QUERY cannot be replayed "
+        "from the binlog alone (LOAD DATA needs the data file)"
+    ]
+    assert (
+        out.splitlines()[-20:]
+        == [
+            "-- GTID 0-7-3",
+            "BEGIN;",
+            "SET @@session.collation_connection=8;",
+            "SET @`s`:=_utf8mb4 X'68C3A96C6C6FF09F9880' COLLATE `utf8mb4_general_ci`;",
+            "SET @`d`:=-1234.567;",
+            "SET @`r`:=0.0025;",
+            "SET @`u`:=18446744073709551615;",
+            "INSERT INTO t VALUES (1, @s, @d, @r, @u);",
+            "COMMIT; -- xid=117",
+            "-- GTID 0-7-4",
+            "BEGIN;",
+            "SET @`l`:=_latin1 X'E9' COLLATE `latin1_swedish_ci`;",
+            "SET @`i`:=-42;",
+            "SET @`n`:=NULL;",
+            "INSERT INTO t VALUES (2, @l, @i, @n, NULL);",
+            "COMMIT; -- xid=118",
+            "-- GTID 0-7-5",
+            "BEGIN;",
+            "ROLLBACK;",
+            "-- INCOMPLETE: binlog-dump stopped here (see its error output)",
+        ][-21:]
+    )
+
+
+def test_verbose_sql_comments_each_events_position_and_the_rows_original_statement(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    # full file 4, GTID 0-1-112 (8553) to its XID (8791, ends at 8822): one DELETE on the table without key
+    path = FIXTURES / "full" / "mysql-bin.000004"
+    status = main(["--rows-as", "sql", "-v", "--start-position=8553", "--stop-position=8822", str(path)])
+    out, _err = capsys.readouterr()
+    assert status == EXIT_OK
+    assert out.splitlines() == [
+        "SET NAMES utf8mb4;",
+        "-- at mysql-bin.000004:8553 MARIADB_GTID",
+        "-- GTID 0-1-112",
+        "BEGIN;",
+        "-- at mysql-bin.000004:8595 ANNOTATE_ROWS",
+        "-- DELETE FROM `fixture`.`t_nopk` WHERE a = 1  LIMIT 1",
+        "-- at mysql-bin.000004:8740 DELETE_ROWS_V1",
+        "SET @@session.time_zone='+00:00', @@session.sql_mode='NO_AUTO_VALUE_ON_ZERO', "
+        "@@session.collation_connection='utf8mb4_general_ci', @@session.sql_auto_is_null=0, "
+        "@@session.foreign_key_checks=1, @@session.unique_checks=1;",
+        "DELETE FROM `fixture`.`t_nopk` WHERE `a` <=> 1 AND CAST(`b` AS BINARY) <=> 'one' AND CAST(`c` AS BINARY) "
+        "<=> 'changed' LIMIT 1;",
+        "-- at mysql-bin.000004:8791 XID",
+        "COMMIT; -- xid=491",
+    ]
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["--flashback", "--events"], "--flashback writes SQL of its own; it takes neither --events nor --rows-as"),
+        (["--events", "--rows-as", "sql"], "--events prints events as JSON; --rows-as applies to row changes"),
+        (["--include-gtids", "0-1"], "argument --include-gtids: '0-1' is neither uuid:interval[:interval...] (MySQL)"),
+        (["--start-position", "0-1-5"], "argument -j/--start-position: '0-1-5' is not a byte offset (GTIDs select"),
+        (["--stop-datetime", "yesterday"], "argument --stop-datetime: 'yesterday' is not a date and time"),
+    ],
+)
+def test_contradicting_or_malformed_options_are_usage_errors_before_any_output(
+    argv: list[str], message: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit) as exited:
+        main([*argv, str(FULL_1)])
+    out, err = capsys.readouterr()
+    assert (exited.value.code, out) == (EXIT_USAGE, "")
+    assert message in err

@@ -14,6 +14,7 @@ from binlog_core.errors import BinlogError, MalformedError, TruncatedError
 from binlog_core.json_binary import (
     MAX_DEPTH,
     JsonDiff,
+    JsonWithOpaque,
     date_from_packed,
     datetime_from_packed,
     decode_json,
@@ -297,6 +298,22 @@ def test_opaque_values_print_as_mysql_prints_them(value: Value, text: str) -> No
     assert decode_json(doc(arr([value]))) == f"[{text}]"
 
 
+@pytest.mark.parametrize(
+    ("value", "flagged"),
+    [
+        (opaque(10, packed_datetime(2012, 3, 18)), True),
+        (arr([i16(1), opaque(246, bytes([4, 2]) + bytes.fromhex("800c"))]), True),
+        (arr([i16(1), string("x"), dbl(2.5)]), False),
+        (string("\x0f"), False),  # the opaque type byte inside a string is no opaque value
+    ],
+)
+def test_a_document_holding_opaque_values_is_flagged_as_a_text_that_does_not_rebuild_it(
+    value: Value, flagged: bool
+) -> None:
+    text = decode_json(doc(value))
+    assert (type(text) is JsonWithOpaque, type(text) is str) == (flagged, not flagged)
+
+
 def test_packed_temporal_helpers() -> None:
     assert date_from_packed(struct.unpack("<q", packed_datetime(2012, 3, 18, 7, 8, 9))[0]) == "2012-03-18"
     assert datetime_from_packed(struct.unpack("<q", packed_datetime(2012, 3, 18, 7, 8, 9, 10))[0]) == (
@@ -346,6 +363,7 @@ def test_mysql_8022_partial_update_diffs() -> None:
 @pytest.mark.corpus
 def test_mysql_901_opaque_values() -> None:
     texts = [decode_json(raw) for _, _, raw in json_values(JSON_OPAQUE_901)]
+    assert [isinstance(text, JsonWithOpaque) for text in texts] == [True] * 6 + [False] * 2
     assert texts == [
         '{"a": "base64:type15:VQ=="}',  # VARCHAR opaque
         '{"b": "2012-03-18"}',
