@@ -46,6 +46,7 @@ clears it), as the decoder always tracked it.
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Callable
 from struct import Struct
 from typing import Final, NamedTuple
@@ -73,6 +74,8 @@ _GTIDS: Final = frozenset(
     int(t) for t in (EventType.GTID, EventType.ANONYMOUS_GTID, EventType.GTID_TAGGED, EventType.MARIADB_GTID)
 )
 _XID: Final = int(EventType.XID)
+_PAYLOAD: Final = int(EventType.TRANSACTION_PAYLOAD)
+"""A compressed transaction's envelope: its inner events follow it, in it; it is no member of its own."""
 _XA_PREPARE: Final = int(EventType.XA_PREPARE)
 _QUERIES: Final = frozenset(int(t) for t in (EventType.QUERY, EventType.QUERY_COMPRESSED, EventType.EXECUTE_LOAD_QUERY))
 _ENDING_KINDS: Final = frozenset({StatementKind.COMMIT, StatementKind.ROLLBACK, StatementKind.XA})
@@ -207,13 +210,18 @@ _place = tuple.__new__
 class FileSequence:
     """The state of one walk over one file, in order (see the module doc)."""
 
-    def __init__(self, gtid: str | None = None, *, track_shapes: bool = True) -> None:
-        """``gtid``: the GTID in force where the walk starts (a walk resumed inside a file);
-        ``track_shapes``: tell ``Place.shape_changed`` for TABLE_MAPs (else it stays None)."""
+    def __init__(
+        self, gtid: str | None = None, *, track_shapes: bool = True, shapes: dict[bytes, bytes] | None = None
+    ) -> None:
+        """``gtid`` and ``shapes``: the GTID in force and the table shapes seen (:attr:`shapes`) where
+        the walk starts (a walk resumed inside a file); ``track_shapes``: tell ``Place.shape_changed``
+        for TABLE_MAPs (else it stays None)."""
         self.in_force: dict[int, MapForce] = {}
         self.transaction: Transaction | None = None
         self.gtid = gtid
-        self._shapes: dict[bytes, bytes] | None = {} if track_shapes else None
+        self._shapes: dict[bytes, bytes] | None = (dict(shapes or {})) if track_shapes else None
+        self.shapes_version = 0
+        """Grows each time a table's shape changes (a cheap way to tell the shapes changed)."""
         self._handlers: dict[int, Callable[[Event, object], Place]] = {
             **dict.fromkeys(_ROWS, self._rows),
             _TABLE_MAP: self._table_map,
@@ -222,7 +230,14 @@ class FileSequence:
             **dict.fromkeys(_QUERIES, self._query),
             _XA_PREPARE: self._xa_prepare,
             _FORMAT_DESCRIPTION: self._format_description,
+            _PAYLOAD: self._envelope,
         }
+
+    @property
+    def shapes(self) -> dict[bytes, bytes]:
+        """The last shape seen of each table: its name bytes -> a digest of its map body past the
+        table id and flags (what a walk resumed later starts from); a copy."""
+        return dict(self._shapes or {})
 
     def step(self, event: Event, body: object = None) -> Place:
         """The place of ``event``, the next event of the file; updates the state.
@@ -251,6 +266,11 @@ class FileSequence:
         if trx is not None:
             trx.only_opener = False
         return _place(Place, (trx, self.gtid, None, None, None, None))
+
+    def _envelope(self, event: Event, body: object) -> Place:
+        """A TRANSACTION_PAYLOAD belongs to the open transaction but is not content of it: the
+        ``BEGIN`` packed inside, right after the GTID, continues the GTID's transaction."""
+        return _place(Place, (self.transaction, self.gtid, None, None, None, None))
 
     def _implicit(self, event: Event) -> Transaction:
         """The open transaction; a TABLE_MAP or rows event outside any opens one."""
@@ -296,9 +316,11 @@ class FileSequence:
             shape = _map_shape(event.body, 4 if post_header_len == 6 else 6)
             if shape is not None:
                 names, rest = shape
-                changed = shapes.get(names) != rest
+                digest = hashlib.blake2b(rest, digest_size=12).digest()
+                changed = shapes.get(names) != digest
                 if changed:
-                    shapes[names] = rest
+                    shapes[names] = digest
+                    self.shapes_version += 1
         return _place(Place, (trx, self.gtid, table_id, None, mapped, changed))
 
     def _gtid(self, event: Event, body: object) -> Place:

@@ -157,12 +157,13 @@ def _apply_override(data: dict[str, Any], model: type[BaseModel], keys: list[str
 
 
 def _describe(exc: ValidationError, source: Path, origins: Mapping[str, str]) -> str:
-    """One line per pydantic error: the dotted key, what is wrong, and the override it came from."""
-    lines = [f"{source}: invalid configuration ({exc.error_count()} error(s)):"]
+    """One line: the file, then per pydantic error the dotted key, what is wrong, and the override it
+    came from (``conf.yaml: input.recursve: unknown key; storage.root: Field required``)."""
+    parts = []
     for error in exc.errors():
         dotted = ".".join(str(part) for part in error["loc"])
         message = "unknown key" if error["type"] == "extra_forbidden" else error["msg"]
         origin = next((env for key, env in origins.items() if dotted == key or dotted.startswith(f"{key}.")), None)
         suffix = f" (from {origin})" if origin else ""
-        lines.append(f"  {dotted}: {message}{suffix}")
-    return "\n".join(lines)
+        parts.append(f"{dotted}: {message}{suffix}")
+    return f"{source}: " + "; ".join(parts)

@@ -285,11 +285,12 @@ class InputSettings(Section):
         ),
     )
     glob: str = Field(
-        default="*.[0-9][0-9][0-9][0-9][0-9][0-9]",
+        default="{*.[0-9][0-9][0-9][0-9][0-9][0-9],*.[0-9][0-9][0-9][0-9][0-9][0-9][0-9]}",
         min_length=1,
         description=(
             "File-name pattern (Hadoop glob, Spark's `pathGlobFilter`). The default matches binlog "
-            "names such as `mysql-bin.000001` and `mariadb-bin.000042`, not the `.index` file."
+            "names such as `mysql-bin.000001`, `mariadb-bin.000042` and, after `.999999`, "
+            "`mysql-bin.1000000`, not the `.index` file."
         ),
     )
     recursive: bool = Field(

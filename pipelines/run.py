@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, TextIO
 
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
 from conf.models import AppConfig
@@ -67,19 +67,26 @@ Say = Callable[[str], None]
 
 @dataclass(frozen=True)
 class DdlCoverage:
-    """How many DDL statements the schema replay understood."""
+    """How many DDL statements the schema replay understood, and where the first others are."""
 
     statements: int
     parsed: int
+    unparsed_at: list[str] = field(default_factory=list)
+    """``file_name@offset`` (``#inner_index`` inside a compressed transaction), in binlog order."""
 
     @property
     def share(self) -> float:
         """Parsed statements over all statements (1.0 when there is none)."""
         return self.parsed / self.statements if self.statements else 1.0
 
-    def line(self) -> str:
-        """``DDL: 12 statement(s), 11 parsed (91.7%)``."""
-        return f"DDL: {self.statements} statement(s), {self.parsed} parsed ({self.share:.1%})"
+    def line(self, shown: int = UNPARSED_SHOWN) -> str:
+        """``DDL: 12 statement(s), 11 parsed (91.7%); not parsed: mysql-bin.000003@4410``."""
+        text = f"DDL: {self.statements} statement(s), {self.parsed} parsed ({self.share:.1%})"
+        if self.unparsed_at:
+            listed = self.unparsed_at[:shown]
+            more = self.statements - self.parsed - len(listed)
+            text += f"; not parsed: {', '.join(listed)}" + (f" (+{more} more)" if more > 0 else "")
+        return text
 
 
 @dataclass
@@ -296,7 +303,9 @@ def _stage(
     if name == "gold":
         report.waiting = len(getattr(out, "waiting", []))
     if "ddl_statements" in out.counts:
-        report.ddl = DdlCoverage(out.counts["ddl_statements"], out.counts["ddl_parsed"])
+        report.ddl = DdlCoverage(
+            out.counts["ddl_statements"], out.counts["ddl_parsed"], list(getattr(out, "unparsed", []))
+        )
     upstream = UPSTREAM.get(name)
     if upstream is not None and upstream not in stages:
         missing = _not_built_upstream(ctx, name, out)
@@ -474,16 +483,6 @@ def _pairs(counts: dict[str, Any]) -> str:
     return ", ".join(f"{k} {v}" for k, v in sorted(counts.items())) or "none"
 
 
-def ddl_frame_coverage(ddl_events: DataFrame) -> DdlCoverage:
-    """The DDL parse coverage of ``ddl_events`` rows (those of ``kind = 'DDL'``)."""
-    ddl = ddl_events.where(F.col("kind") == "DDL")
-    totals = ddl.agg(
-        F.count(F.lit(1)).alias("statements"),
-        F.coalesce(F.sum(F.col("ddl_parsed").cast("int")), F.lit(0)).alias("parsed"),
-    ).first()
-    return DdlCoverage(0, 0) if totals is None else DdlCoverage(int(totals.statements), int(totals.parsed))
-
-
 __all__ = [
     "PROGRESS_EVERY",
     "STAGES",
@@ -491,7 +490,6 @@ __all__ = [
     "RunReport",
     "as_json",
     "bad_input",
-    "ddl_frame_coverage",
     "lake_totals",
     "new_run_id",
     "run",

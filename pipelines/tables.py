@@ -161,6 +161,11 @@ BINLOG_FILES = TableSpec(
             MapType(StringType(), LongType(), False),
             "counters (events, rows events, ...) before resume_offset: a resumed walk starts from them",
         ),
+        _nn(
+            "resume_shapes",
+            MapType(StringType(), StringType(), False),
+            "the table shapes seen before resume_offset (which TABLE_MAP shapes a resumed walk has seen)",
+        ),
         _c(
             "prefix_sha256",
             _STR,

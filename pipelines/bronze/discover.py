@@ -326,6 +326,7 @@ def resume_point(previous: dict[str, Any]) -> ResumePoint:
         gtid=previous["resume_gtid"],
         prefix_sha256=previous["prefix_sha256"],
         counts=dict(previous["resume_counts"] or {}),
+        shapes=dict(previous.get("resume_shapes") or {}),
         facts=facts,
     )
 

@@ -180,6 +180,8 @@ class ResumePoint:
     prefix_sha256: str | None
     counts: dict[str, int]
     """:data:`COUNTERS` before ``offset``."""
+    shapes: dict[str, str] = field(default_factory=dict)
+    """The table shapes seen before ``offset`` (hex of ``FileSequence.shapes``)."""
     facts: dict[str, Any] = field(default_factory=dict)
     """``server_id``, ``server_version``, ``flavor``, ``binlog_version``, ``checksum_alg``,
     ``first_timestamp``, ``last_timestamp`` of the last summary."""
@@ -201,6 +203,7 @@ class FileSummary:
     resume_offset: int = 0
     resume_gtid: str | None = None
     resume_counts: dict[str, int] = field(default_factory=dict)
+    resume_shapes: dict[str, str] = field(default_factory=dict)
     prefix_sha256: str | None = None
     content_sha256: str | None = None
     event_count: int = 0
@@ -526,9 +529,13 @@ class _Walk:
         self.verify_checksums = verify_checksums
         self.resume = resume
         self.start = resume.offset if resume is not None else 0
-        self.sequence = FileSequence(resume.gtid if resume is not None else None)
-        self.at_open: tuple[Transaction, str, dict[str, int]] | None = None
-        """The transaction opened last, the prefix hash and the counters where it opened."""
+        self.sequence = FileSequence(
+            resume.gtid if resume is not None else None,
+            shapes=None if resume is None else {bytes.fromhex(k): bytes.fromhex(v) for k, v in resume.shapes.items()},
+        )
+        self.at_open: tuple[Transaction, str, dict[str, int], dict[bytes, bytes]] | None = None
+        """The transaction opened last, the prefix hash, counters and table shapes where it opened."""
+        self._shapes_seen: tuple[int, dict[bytes, bytes]] = (-1, {})
 
     def counts(self) -> dict[str, int]:
         """The counters so far (:data:`COUNTERS`)."""
@@ -674,7 +681,10 @@ class _Walk:
 
     def _transaction_opens(self, trx: Transaction, offset: int) -> None:
         """Remember the prefix hash and counters where ``trx`` opened: the resume point while it is open."""
-        self.at_open = (trx, self._prefix_hash(offset), self.counts())
+        version = self.sequence.shapes_version
+        if version != self._shapes_seen[0]:  # copied only when a shape changed
+            self._shapes_seen = (version, self.sequence.shapes)
+        self.at_open = (trx, self._prefix_hash(offset), self.counts(), self._shapes_seen[1])
 
     def _prefix_hash(self, end: int) -> str:
         """The SHA-256 of bytes ``[0, end)`` (``end`` at or after what is hashed already)."""
@@ -690,19 +700,18 @@ class _Walk:
         if open_trx is not None and self.at_open is not None and self.at_open[0] is open_trx:
             s.resume_offset = open_trx.start_offset
             s.prefix_sha256, s.resume_counts = self.at_open[1], self.at_open[2]
+            s.resume_shapes = {k.hex(): v.hex() for k, v in self.at_open[3].items()}
             s.resume_gtid = None  # the transaction's own GTID event is read again
         else:
             s.resume_offset = s.framed_until
             s.prefix_sha256 = self._prefix_hash(s.framed_until)
             s.resume_counts = self.counts()
+            s.resume_shapes = {k.hex(): v.hex() for k, v in self.sequence.shapes.items()}
             s.resume_gtid = self.sequence.gtid
         s.content_sha256 = self._prefix_hash(s.framed_until) if s.framed_until > MAGIC_LEN else None
         if s.size == 0:  # not listed with a size: the file's length
             s.size = self.reader.length()
 
-
-FILE_COLUMNS = tuple(name for name in FileSummary.__dataclass_fields__ if name != "resumed_from")
-"""The ``binlog_files`` columns a summary fills, in ``BINLOG_FILES`` order (``run_id`` aside)."""
 
 __all__ = [
     "COMPLETE",
@@ -712,7 +721,6 @@ __all__ = [
     "EMPTY",
     "ENCRYPTED",
     "EVENT_CLASS",
-    "FILE_COLUMNS",
     "NOT_A_BINLOG",
     "RESUMABLE_STATUSES",
     "TRUNCATED",

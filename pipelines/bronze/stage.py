@@ -317,9 +317,10 @@ class BronzeStage:
         out.resumed = resumed
         out.replace_predicate, out.quarantine_predicate = replace_predicates(whole, resumed)
         out.facts = {"files": bronze_facts(rows)}
+        before = {item.file: item.resume.counts.get("event_count", 0) for item in found.work if item.resume is not None}
         out.counts = {
-            "events_framed": sum(int(r["event_count"]) for r in rows)
-            - sum(int((s.get("resume_counts") or {}).get("event_count", 0)) for s in summaries if s["resumed_from"])
+            "events_framed": sum(int(r["event_count"]) for r in rows if r["status"] != DUPLICATE)
+            - sum(before.get(s["file"], 0) for s in summaries if s["resumed_from"])
         }
         spark = ctx.spark
         extra_rows = spark.createDataFrame([(*q, ctx.run_id) for q in extra], QUARANTINE.schema)
@@ -338,7 +339,7 @@ class BronzeStage:
                 F.col("message"),
                 F.lit(": the first event claims more bytes than the file has, and newer files of its server exist"),
             )
-            quarantine = quarantine.withColumn("severity", F.when(first_cut, F.lit(ERROR)).otherwise("severity"))
+            quarantine = quarantine.withColumn("severity", F.when(first_cut, F.lit(ERROR)).otherwise(F.col("severity")))
             quarantine = quarantine.withColumn("message", F.when(first_cut, message).otherwise(F.col("message")))
         if duplicates:
             quarantine = quarantine.where(~F.col("file").isin(duplicates))

@@ -106,6 +106,7 @@ def resume_json(point: ResumePoint) -> str:
             "gtid": point.gtid,
             "prefix_sha256": point.prefix_sha256,
             "counts": point.counts,
+            "shapes": point.shapes,
             "facts": point.facts,
         }
     )
@@ -122,6 +123,7 @@ def resume_point(text: str | None) -> ResumePoint | None:
         gtid=data["gtid"],
         prefix_sha256=data["prefix_sha256"],
         counts=data["counts"],
+        shapes=data.get("shapes", {}),
         facts=data["facts"],
     )
 

@@ -423,8 +423,10 @@ class GoldStage:
                 spec = typed_change_table(name, schema["after"].dataType)  # type: ignore[arg-type]
                 writes.append(Write(spec, spark.createDataFrame([], schema), file_predicate(stale_files)))
         previous = ctx.state.progress(Layer.GOLD)
-        if any(row["quarantined"] for row in out.progress) or any(
-            previous.get(f, {}).get("quarantined") for f in out.files
+        if (
+            out.extra_quarantine
+            or any(row["quarantined"] for row in out.progress)
+            or any(previous.get(f, {}).get("quarantined") for f in out.files)
         ):
             writes.append(Write(QUARANTINE, out.quarantine, f"stage = 'gold' AND {predicate}"))
         if lake.exists(TABLE_ID_LIFECYCLE):

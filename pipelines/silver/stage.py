@@ -140,6 +140,9 @@ class SilverOutput(Built):
     servers: list[str] = field(default_factory=list)
     rebuilt: list[str] = field(default_factory=list)
     progress: list[dict[str, Any]] = field(default_factory=list)
+    unparsed: list[str] = field(default_factory=list)
+    """``file_name@offset[#inner]`` of the built files' DDL statements the replay did not understand,
+    in binlog order."""
 
 
 def decode_table_maps(events: DataFrame, fdes: Descriptions) -> DataFrame:
@@ -483,6 +486,14 @@ class SilverStage:
             out.progress.append(
                 {"file": seed_key, "built_from": seed_digest, "run_id": ctx.run_id, "quarantined": 0, "counts": {}}
             )
+        names = {f: row["file_name"] for f, row in files.items()}
+        out.unparsed = [
+            f"{names[file]}@{offset}" + ("" if inner < 0 else f"#{inner}")
+            for (file, offset, inner), result in sorted(
+                results.items(), key=lambda item: (files[item[0][0]]["sequence"] or -1, *item[0])
+            )
+            if file in pending and result.error is not None
+        ]
         out.counts = {
             "ddl_statements": sum(per_file[f][0] for f in pending),
             "ddl_parsed": sum(per_file[f][1] for f in pending),
@@ -515,7 +526,11 @@ def _needs_quarantine_write(ctx: Context, out: SilverOutput) -> bool:
     """Whether silver has quarantine rows to write or rows of earlier builds of these files to remove."""
     previous = ctx.state.progress(Layer.SILVER)
     wrote = {row["file"]: row["quarantined"] for row in out.progress}
-    return any(wrote.get(f, 0) for f in out.files) or any(previous.get(f, {}).get("quarantined", 0) for f in out.files)
+    return (
+        out.extra_quarantine > 0
+        or any(wrote.get(f, 0) for f in out.files)
+        or any(previous.get(f, {}).get("quarantined", 0) for f in out.files)
+    )
 
 
 def _outcome(result: DdlResult) -> tuple[Any, ...]:

@@ -16,15 +16,19 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from pyspark.sql import Row, SparkSession
+from pyspark.sql import SparkSession
 
 from binlog_core.constants import EventType
+from binlog_core.decoder import decode_file
 from binlog_core.framing import open_events
 from binlog_core.rows import ROWS_KINDS
 from conf import AppConfig, InputSettings, StorageSettings
 from conf.models import QualitySettings
-from pipelines.run import EXIT_GATE_FAILED, EXIT_OK, EXIT_QUARANTINED, RunReport, ddl_coverage, run
+from pipelines.exits import Exit
+from pipelines.run import DdlCoverage, RunReport, as_json, run
 from pipelines.storage import Lakehouse, Table
+
+EXIT_OK, EXIT_GATE_FAILED, EXIT_QUARANTINED = Exit.OK, Exit.GATE_FAILED, Exit.BAD_INPUT
 
 SAMPLE = Path(__file__).resolve().parents[1] / "fixtures" / "mariadb" / "sample"
 EVENTS = Table.bronze("binlog_events")
@@ -92,11 +96,20 @@ def checks(report: RunReport) -> dict[str, tuple[bool, str]]:
     return {r.rule.name: (r.success, action) for gate in report.gates for r, action in gate.results}
 
 
+def transaction_start(path: Path, offset: int) -> int:
+    """Where the transaction holding the event at ``offset`` opened (binlog_core.sequence)."""
+    for item in decode_file(path):
+        if item.event.offset == offset and item.place is not None and item.place.transaction is not None:
+            return item.place.transaction.start_offset
+    raise AssertionError(f"{path}: no event in a transaction at {offset}")
+
+
 def test_a_grown_active_binlog_passes_the_bronze_gate_and_ends_as_one_ingestion_of_the_whole_file(
     spark: SparkSession, tmp_path: Path
 ) -> None:
     data = (SAMPLE / "mysql-bin.000002").read_bytes()
     boundary, middle = cut_inside_a_transaction(SAMPLE / "mysql-bin.000002")
+    opened = transaction_start(SAMPLE / "mysql-bin.000002", boundary)
     active = place(tmp_path / "binlogs" / "mysql-bin.000002", data[:middle])  # the server is writing a rows event
     cfg = config(active.parent, tmp_path / "lake")
     lake = Lakehouse(spark, cfg.storage)
@@ -106,8 +119,11 @@ def test_a_grown_active_binlog_passes_the_bronze_gate_and_ends_as_one_ingestion_
 
     assert (first.exit_code, first.failed_gate, first.stages) == (EXIT_OK, None, ["bronze"])
     assert first.quarantined == Counter({("bronze", "TRUNCATED", "warning"): 1})
-    assert rows(lake, FILES, "status", "framed_until") == [("truncated", boundary)]
+    # framed to the last whole event; a later run resumes where its open transaction began
+    assert rows(lake, FILES, "status", "framed_until", "resume_offset") == [("truncated", boundary, opened)]
     assert rows(lake, QUARANTINE, "code", "severity", "offset") == [("TRUNCATED", "warning", boundary)]
+    # the events of the open transaction know no end yet
+    assert rows(lake, EVENTS, "trx_end_offset", "commit_timestamp")[-1] == (None, None)
 
     place(active, data, T0 + 60)  # the server finished the transaction and wrote more
     second = run(spark, cfg, ("bronze",), err=log)
@@ -118,15 +134,16 @@ def test_a_grown_active_binlog_passes_the_bronze_gate_and_ends_as_one_ingestion_
     assert rows(lake, FILES, "status", "framed_until", "event_count") == [("complete", len(data), 197)]
     assert lake.read(QUARANTINE).count() == 0  # the truncation row of the first run is gone
 
+    content = [c for c in lake.read(EVENTS).columns if c != "run_id"]
     once_cfg = config(active.parent, tmp_path / "once")
     assert run(spark, once_cfg, ("bronze",), err=io.StringIO()).exit_code == EXIT_OK
     once = Lakehouse(spark, once_cfg.storage)
-    assert rows(lake, EVENTS) == rows(once, EVENTS)  # no event twice, none missing
+    assert rows(lake, EVENTS, *content) == rows(once, EVENTS, *content)  # no event twice, none missing
     assert lake.read(EVENTS).select("offset").distinct().count() == 197
 
     lines = log.getvalue().splitlines()
     assert f"[binlog-lakehouse] bronze: 1 file(s) to frame (1 new), {middle / 1024:.1f} KiB to read" in lines
-    grown = (len(data) - boundary) / 1024
+    grown = (len(data) - opened) / 1024
     assert f"[binlog-lakehouse] bronze: 1 file(s) to frame (1 grown), {grown:.1f} KiB to read" in lines
     assert "[binlog-lakehouse] bronze: gate: 5 check(s), all pass" in lines
     assert "[binlog-lakehouse] bronze: wrote bronze.binlog_events" in lines
@@ -254,30 +271,76 @@ def test_each_check_fails_the_stage_quarantines_warns_or_is_skipped_as_configure
     assert lake.read(EVENTS).where(f"event_type = {UNKNOWN_TYPE}").count() == 1
 
 
-def test_the_ddl_coverage_counts_statements_parsed_and_names_the_first_unparsed_positions(
-    spark: SparkSession,
-) -> None:
-    f1, f2 = "file:/b/mysql-bin.000001", "file:/b/mysql-bin.000002"
-    ddl_events = spark.createDataFrame(
-        [
-            Row(file=f2, file_name="mysql-bin.000002", offset=900, inner_index=None, kind="DDL", ddl_parsed=False),
-            Row(file=f1, file_name="mysql-bin.000001", offset=400, inner_index=2, kind="DDL", ddl_parsed=False),
-            Row(file=f1, file_name="mysql-bin.000001", offset=300, inner_index=None, kind="DDL", ddl_parsed=True),
-            Row(file=f1, file_name="mysql-bin.000001", offset=500, inner_index=None, kind="DDL", ddl_parsed=None),
-            Row(file=f1, file_name="mysql-bin.000001", offset=200, inner_index=None, kind="BEGIN", ddl_parsed=None),
-        ],
-        "file string, file_name string, offset long, inner_index int, kind string, ddl_parsed boolean",
-    )
+def test_the_ddl_coverage_line_names_the_first_unparsed_positions() -> None:
+    coverage = DdlCoverage(4, 1, ["mysql-bin.000001@400#2", "mysql-bin.000001@500", "mysql-bin.000002@900"])
 
-    coverage = ddl_coverage(ddl_events, shown=2)
-    nothing = ddl_coverage(ddl_events.where("kind <> 'DDL'"))
-
-    assert (coverage.statements, coverage.parsed, coverage.unparsed_at) == (
-        4,
-        1,
-        ["mysql-bin.000001@400#2", "mysql-bin.000001@500"],
-    )
-    assert coverage.line() == (
+    assert coverage.line(shown=2) == (
         "DDL: 4 statement(s), 1 parsed (25.0%); not parsed: mysql-bin.000001@400#2, mysql-bin.000001@500 (+1 more)"
     )
-    assert nothing.line() == "DDL: 0 statement(s), 0 parsed (100.0%)"
+    assert DdlCoverage(0, 0).line() == "DDL: 0 statement(s), 0 parsed (100.0%)"
+
+
+def test_a_run_counts_its_spark_jobs_and_delta_commits_and_a_run_with_nothing_new_commits_nothing(
+    spark: SparkSession, tmp_path: Path
+) -> None:
+    binlogs = place(tmp_path / "binlogs" / "mysql-bin.000004", (SAMPLE / "mysql-bin.000004").read_bytes()).parent
+    cfg = config(binlogs, tmp_path / "lake")
+
+    first = run(spark, cfg, err=io.StringIO(), progress_every=None)
+    again = run(spark, cfg, err=io.StringIO(), progress_every=None)
+
+    assert first.exit_code == EXIT_OK and again.exit_code == EXIT_OK
+    assert all(first.spark_jobs[stage] > 0 for stage in ("bronze", "silver", "gold"))
+    # bronze: events, quarantine, files; silver: maps, DDL, history, lifecycle, progress; gold: changes,
+    # the typed tables, plans, lifecycle rows, progress; one append of the gate results
+    assert first.delta_commits["bronze"] == 3
+    assert sum(again.delta_commits.values()) == 0
+    assert again.files_built == {"bronze": 0, "silver": 0, "gold": 0}
+    summary = as_json(again)
+    assert summary["exit_code"] == 0
+    assert summary["lakehouse"]["files"] == {"complete": 1}
+    assert summary["lakehouse"]["row_changes"] == as_json(first)["lakehouse"]["row_changes"]
+    assert sum(summary["lakehouse"]["row_changes"].values()) == first.row_changes > 0
+
+
+def test_bad_input_keeps_the_exit_code_4_on_later_runs_until_its_file_leaves_the_input(
+    spark: SparkSession, tmp_path: Path
+) -> None:
+    binlogs = place(tmp_path / "binlogs" / "mysql-bin.000004", (SAMPLE / "mysql-bin.000004").read_bytes()).parent
+    foreign = place(binlogs / "mysql-bin.000009", b"these are not the bytes of a binlog\n")
+    cfg = config(binlogs, tmp_path / "lake")
+
+    first = run(spark, cfg, err=io.StringIO(), progress_every=None)
+    again = run(spark, cfg, err=io.StringIO(), progress_every=None)  # nothing new: the lake still holds bad input
+    foreign.unlink()
+    cleared = run(spark, cfg, err=io.StringIO(), progress_every=None)
+
+    assert first.exit_code == EXIT_QUARANTINED
+    assert (again.exit_code, again.quarantined, again.files_built["bronze"]) == (EXIT_QUARANTINED, Counter(), 0)
+    assert again.bad_input == Counter(
+        {("bronze", "NOT_A_BINLOG", "error"): 1, ("bronze", "GATE_BAD_FILES", "error"): 1}
+    )
+    assert (cleared.exit_code, cleared.bad_input) == (EXIT_OK, Counter())
+
+
+def test_a_stage_run_alone_before_its_upstream_exits_with_the_upstream_code(
+    spark: SparkSession, tmp_path: Path
+) -> None:
+    binlogs = place(tmp_path / "binlogs" / "mysql-bin.000004", (SAMPLE / "mysql-bin.000004").read_bytes()).parent
+    cfg = config(binlogs, tmp_path / "lake")
+    log = io.StringIO()
+
+    silver_first = run(spark, cfg, ("silver",), err=log, progress_every=None)
+    bronze = run(spark, cfg, ("bronze",), err=log, progress_every=None)
+    gold_early = run(spark, cfg, ("gold",), err=log, progress_every=None)
+    silver = run(spark, cfg, ("silver",), err=log, progress_every=None)
+    gold = run(spark, cfg, ("gold",), err=log, progress_every=None)
+
+    assert silver_first.exit_code == Exit.UPSTREAM_MISSING
+    assert silver_first.upstream_missing == (
+        f"1 input file(s) bronze has not framed (e.g. file:{binlogs}/mysql-bin.000004): run bronze first"
+    )
+    assert bronze.exit_code == EXIT_OK
+    assert (gold_early.exit_code, gold_early.files_built["gold"]) == (Exit.UPSTREAM_MISSING, 0)
+    assert "[binlog-lakehouse] gold: 1 file(s) wait for silver" in log.getvalue()
+    assert (silver.exit_code, gold.exit_code, gold.files_built["gold"]) == (EXIT_OK, EXIT_OK, 1)
