@@ -135,6 +135,21 @@ def test_the_glob_lists_what_sparks_path_glob_filter_lists(spark: SparkSession, 
         assert sorted(os.path.basename(r.path) for r in listed.collect()) == expected, pattern
 
 
+@pytest.mark.xfail(
+    strict=True,
+    reason="conf: the default input.glob '*.[0-9][0-9][0-9][0-9][0-9][0-9]' wants exactly six digits, so a "
+    "server's binlogs after .999999 (.1000000, which discovery orders by sequence) are never listed",
+)
+def test_the_default_glob_lists_a_servers_binlogs_after_999999(tmp_path: Path) -> None:
+    _binlog(tmp_path / "mysql-bin.999999")
+    _binlog(tmp_path / "mysql-bin.1000000")
+    (tmp_path / "mysql-bin.index").write_text("./mysql-bin.999999\n./mysql-bin.1000000\n")
+    assert sorted(_names(InputSettings(path=str(tmp_path))), key=sequence_of) == [
+        "mysql-bin.999999",
+        "mysql-bin.1000000",
+    ]
+
+
 @pytest.mark.parametrize("pattern", ["{mysql,mariadb-bin.*", "mysql-bin.[0-9"])
 def test_an_unbalanced_glob_is_an_input_error(glob_folder: Path, pattern: str) -> None:
     with pytest.raises(InputError, match=r"^input\.glob "):
