@@ -87,7 +87,7 @@ def expected_events(path: Path, file: str, run_id: str) -> list[tuple[Any, ...]]
     out = []
     for r in frame_file(lambda: path.open("rb"), file, path.name):
         if isinstance(r, EventRow):
-            row = r._replace(file=file, xid=None if r.xid is None else Decimal(r.xid))  # decimal(20, 0)
+            row = r._replace(xid=None if r.xid is None else Decimal(r.xid))  # decimal(20, 0)
             out.append((*row, run_id))
     return sorted(out, key=lambda r: (repr(r[:4]), repr(r)))
 
