@@ -1,90 +1,114 @@
-"""The bronze stage in Spark: what it writes, and that re-runs, grown, rewritten and killed runs converge."""
+"""The bronze stage in Spark, through ``pipelines.run.run``: what it writes from copies of real
+binlogs, and that re-runs, grown, rewritten, copied, cut and killed runs converge.
+
+Each test copies real files into its own folder (cut, grown or renamed there), runs bronze on it
+and reads the Delta tables back; expected rows come from :func:`pipelines.bronze.framing.frame_file`
+over the same bytes, whose order columns are checked against ``binlog_core.sequence`` in
+``test_framing.py``.
+"""
 
 from __future__ import annotations
 
-import itertools
+import io
 import os
 import shutil
+from collections import Counter
+from collections.abc import Iterator
+from dataclasses import dataclass
+from decimal import Decimal
 from pathlib import Path
+from typing import Any
 
-from chispa.schema_comparer import assert_schema_equality
-from pipelines.bronze.schema import BINLOG_EVENTS, BINLOG_FILES, QUARANTINE
+import pytest
 from pyspark.sql import Row, SparkSession
+from pyspark.sql import functions as F
+from pyspark.sql.types import TimestampType
 
-from binlog_core.constants import EventType
 from binlog_core.framing import open_events
-from binlog_core.rows import ROWS_KINDS
 from conf import AppConfig, InputSettings, StorageSettings
-from pipelines.bronze.stage import BronzeOutput, build_bronze, replace_predicates, write_bronze
-from pipelines.storage import Lakehouse, Table
+from pipelines.bronze.framing import EventRow, frame_file
+from pipelines.bronze.stage import BronzeStage, replace_predicates
+from pipelines.run import EXIT_OK, EXIT_QUARANTINED, RunReport, run
+from pipelines.stage import Context
+from pipelines.storage import Lakehouse, Layer, Table, Write
+from pipelines.tables import BINLOG_EVENTS, BINLOG_FILES
 from tests.fixtures.truth import FIXTURES
 
 SAMPLE = FIXTURES / "sample"
 EVENTS = Table.bronze("binlog_events")
 FILES = Table.bronze("binlog_files")
-QUARANTINED = Table.bronze("quarantine")
+QUARANTINE = Table.bronze("quarantine")
+T0 = 1_700_000_000
 
 
-def lakehouse(spark: SparkSession, binlogs: Path, root: Path) -> tuple[AppConfig, Lakehouse]:
-    cfg = AppConfig(
-        input=InputSettings(path=str(binlogs)),
+def config(binlogs: Path, root: Path, **listing: Any) -> AppConfig:
+    return AppConfig(
+        input=InputSettings(path=str(binlogs), **listing),
         storage=StorageSettings(root=str(root), register_tables=False),
     )
-    return cfg, Lakehouse(spark, cfg.storage)
 
 
-def run(spark: SparkSession, cfg: AppConfig, lake: Lakehouse) -> BronzeOutput:
-    out = build_bronze(spark, cfg, lake)
-    write_bronze(lake, out)
-    out.unpersist()
-    return out
-
-
-def tables(lake: Lakehouse) -> dict[str, list[Row]]:
-    """Every bronze row, in a stable order."""
-    return {
-        "events": lake.read(EVENTS).orderBy("file", "offset", "inner_index").collect(),
-        "files": lake.read(FILES).orderBy("file").collect(),
-        "quarantine": lake.read(QUARANTINED).orderBy("file", "offset", "inner_index", "code").collect(),
-    }
-
-
-def versions(spark: SparkSession, lake: Lakehouse) -> list[int]:
-    return [
-        spark.sql(f"DESCRIBE HISTORY delta.`{lake.path(table)}`").agg({"version": "max"}).first()[0]  # type: ignore[index]
-        for table in (EVENTS, FILES, QUARANTINED)
-    ]
-
-
-def cut_inside_a_transaction(path: Path) -> tuple[int, int]:
-    """(end of a TABLE_MAP followed by a rows event, a byte in the middle of that rows event)."""
-    events = list(open_events(path))
-    for first, second in itertools.pairwise(events):
-        if first.type_code == EventType.TABLE_MAP and second.type_code in ROWS_KINDS:
-            return second.offset, second.offset + second.header.event_size // 2
-    raise AssertionError(f"{path}: no TABLE_MAP followed by a rows event")
-
-
-def replace_file(path: Path, data: bytes, mtime: int) -> None:
+def place(path: Path, data: bytes, mtime: int = T0) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
     path.write_bytes(data)
     os.utime(path, (mtime, mtime))
+    return path
 
 
-def test_the_sample_binlogs_become_one_row_per_event_and_a_second_run_adds_nothing(
+def bronze(spark: SparkSession, cfg: AppConfig, run_id: str | None = None) -> RunReport:
+    return run(spark, cfg, ["bronze"], err=io.StringIO(), progress_every=None, run_id=run_id)
+
+
+def rows(lake: Lakehouse, table: Table, *without: str) -> list[tuple[Any, ...]]:
+    """The table's rows as tuples in the table's column order (some left out), in a stable order;
+    timestamps as microseconds since the epoch (instants, whatever the local time zone)."""
+    frame = lake.read(table)
+    kept = [
+        F.unix_micros(c).alias(c) if isinstance(frame.schema[c].dataType, TimestampType) else F.col(c)
+        for c in frame.columns
+        if c not in without
+    ]
+    return sorted((tuple(r) for r in frame.select(*kept).collect()), key=lambda r: (repr(r[:4]), repr(r)))
+
+
+def versions(spark: SparkSession, lake: Lakehouse) -> dict[str, int]:
+    """The latest version of every table of the lakehouse."""
+    found = {}
+    for layer in (Layer.BRONZE, Layer.QUALITY):
+        for name in lake.tables(layer):
+            history = spark.sql(f"DESCRIBE HISTORY delta.`{lake.path(Table(layer, name))}`")
+            found[f"{layer.value}.{name}"] = history.agg({"version": "max"}).first()[0]  # type: ignore[index]
+    return found
+
+
+def expected_events(path: Path, file: str, run_id: str) -> list[tuple[Any, ...]]:
+    """The ``binlog_events`` rows of one file, as framing yields them, with the run id (commit
+    times in microseconds, as :func:`rows` reads them back)."""
+    out = []
+    for r in frame_file(lambda: path.open("rb"), file, path.name):
+        if isinstance(r, EventRow):
+            row = r._replace(xid=None if r.xid is None else Decimal(r.xid))  # decimal(20, 0)
+            out.append((*row, run_id))
+    return sorted(out, key=lambda r: (repr(r[:4]), repr(r)))
+
+
+# -- one ingestion ---------------------------------------------------------------------------------
+
+
+def test_each_event_of_the_sample_becomes_one_row_and_a_second_run_writes_nothing(
     spark: SparkSession, tmp_path: Path
 ) -> None:
-    cfg, lake = lakehouse(spark, SAMPLE, tmp_path / "lake")
-    out = build_bronze(spark, cfg, lake)
-    assert_schema_equality(out.events.schema, BINLOG_EVENTS)
-    assert_schema_equality(out.binlog_files.schema, BINLOG_FILES)
-    assert_schema_equality(out.quarantine.schema, QUARANTINE)
+    binlogs = tmp_path / "binlogs"
     names = sorted(p.name for p in SAMPLE.glob("mysql-bin.*"))
-    assert out.files == [f"file:{SAMPLE / name}" for name in names]
-    assert out.resumed == {}
-    write_bronze(lake, out)
-    out.unpersist()
+    for name in names:
+        place(binlogs / name, (SAMPLE / name).read_bytes())
+    cfg = config(binlogs, tmp_path / "lake")
+    lake = Lakehouse(spark, cfg.storage)
 
-    counts = {row.file_name: row["count"] for row in lake.read(EVENTS).groupBy("file_name").count().collect()}
+    report = bronze(spark, cfg, run_id="first")
+
+    assert (report.exit_code, report.files_built["bronze"], report.quarantined) == (EXIT_OK, 5, Counter())
+    counts = {r.file_name: r["count"] for r in lake.read(EVENTS).groupBy("file_name").count().collect()}
     assert counts == {
         "mysql-bin.000001": 281,
         "mysql-bin.000002": 197,
@@ -93,71 +117,354 @@ def test_the_sample_binlogs_become_one_row_per_event_and_a_second_run_adds_nothi
         "mysql-bin.000005": 5,
     }
     assert counts == {name: sum(1 for _ in open_events(SAMPLE / name)) for name in names}
+    assert report.events_framed == sum(counts.values())
+    assert lake.read(EVENTS).schema.names == BINLOG_EVENTS.names
+    assert lake.read(FILES).schema.names == BINLOG_FILES.names
+
+    want = sorted(
+        (row for name in names for row in expected_events(binlogs / name, f"file:{binlogs / name}", "first")),
+        key=lambda r: (repr(r[:4]), repr(r)),
+    )
+    assert rows(lake, EVENTS) == want  # every column, the order columns and the run id included
+
     files = [
-        (r.file_name, r.status, r.size, r.framed_until, r.event_count, r.checksum_alg)
+        (r.file_name, r.server, r.sequence, r.status, r.size, r.framed_until, r.resume_offset, r.event_count, r.run_id)
         for r in lake.read(FILES).orderBy("file").collect()
     ]
+    size = {name: (SAMPLE / name).stat().st_size for name in names}
     assert files == [
-        (name, "complete", (SAMPLE / name).stat().st_size, (SAMPLE / name).stat().st_size, counts[name], "CRC32")
+        (
+            name,
+            f"file:{binlogs}/mysql-bin",
+            int(name[-6:]),
+            "complete",
+            size[name],
+            size[name],
+            size[name],
+            counts[name],
+            "first",
+        )
         for name in names
     ]
-    assert lake.read(QUARANTINED).count() == 0
+    assert lake.read(QUARANTINE).count() == 0
 
-    before = tables(lake)
-    written = versions(spark, lake)
-    again = run(spark, cfg, lake)
-    assert (again.files, again.replace_predicate) == ([], "false")
-    assert versions(spark, lake) == written
-    assert tables(lake) == before
-
-
-def test_grown_and_rewritten_files_end_as_one_ingestion_of_their_final_content_even_after_a_killed_run(
-    spark: SparkSession, tmp_path: Path
-) -> None:
-    source = SAMPLE / "mysql-bin.000002"
-    data = source.read_bytes()
-    boundary, middle = cut_inside_a_transaction(source)
-    binlogs = tmp_path / "binlogs"
-    binlogs.mkdir()
-    active, rewritten = binlogs / "mysql-bin.000002", binlogs / "mysql-bin.000004"
-    shutil.copy(SAMPLE / "mysql-bin.000005", binlogs / "mysql-bin.000005")
-    cfg, lake = lakehouse(spark, binlogs, tmp_path / "lake")
-
-    replace_file(active, data[:middle], 1_700_000_000)  # the server is writing a rows event
-    replace_file(rewritten, (SAMPLE / "mysql-bin.000004").read_bytes(), 1_700_000_000)
-    run(spark, cfg, lake)
-    first = {r.file_name: (r.status, r.framed_until, r.error_offset) for r in lake.read(FILES).collect()}
-    assert first["mysql-bin.000002"] == ("truncated", boundary, boundary)
-    assert [(q.file_name, q.code, q.offset) for q in lake.read(QUARANTINED).collect()] == [
-        ("mysql-bin.000002", "TRUNCATED", boundary)
+    detail = spark.sql(f"DESCRIBE DETAIL delta.`{lake.path(EVENTS)}`").first()
+    assert detail is not None and list(detail.partitionColumns) == ["event_class"]
+    by_class = {r.event_class: r["count"] for r in lake.read(EVENTS).groupBy("event_class").count().collect()}
+    assert by_class == {"rows": 205, "table_map": 205, "query": 12, "other": 344}
+    assert sorted(p.name for p in Path(lake.path(EVENTS)).iterdir() if p.name.startswith("event_class=")) == [
+        "event_class=other",
+        "event_class=query",
+        "event_class=rows",
+        "event_class=table_map",
     ]
 
-    replace_file(active, data, 1_700_000_060)  # the server finished the transaction
-    # rewritten in place with other, longer content: its old prefix no longer matches
-    replace_file(rewritten, (SAMPLE / "mysql-bin.000003").read_bytes(), 1_700_000_060)
-    killed = build_bronze(spark, cfg, lake)
-    assert killed.files == [f"file:{active}", f"file:{rewritten}"]
-    assert killed.resumed == {f"file:{active}": boundary}
-    lake.replace_where(killed.events, EVENTS, killed.replace_predicate)  # killed before the other writes
-    killed.unpersist()
-    out = build_bronze(spark, cfg, lake)
-    assert out.resumed == {f"file:{active}": boundary}
-    write_bronze(lake, out)
-    write_bronze(lake, out)  # writing the same output twice changes nothing
-    out.unpersist()
+    before, written = {t: rows(lake, t) for t in (EVENTS, FILES, QUARANTINE)}, versions(spark, lake)
+    again = bronze(spark, cfg, run_id="second")
+    assert (again.exit_code, again.files_built["bronze"], again.events_framed) == (EXIT_OK, 0, 0)
+    assert versions(spark, lake) == written
+    assert {t: rows(lake, t) for t in (EVENTS, FILES, QUARANTINE)} == before
 
-    once_cfg, once = lakehouse(spark, binlogs, tmp_path / "once")
-    run(spark, once_cfg, once)
-    final, expected = tables(lake), tables(once)
-    assert final == expected
-    counts = {row.file_name: row["count"] for row in lake.read(EVENTS).groupBy("file_name").count().collect()}
-    assert counts == {"mysql-bin.000002": 197, "mysql-bin.000004": 174, "mysql-bin.000005": 5}
-    assert final["quarantine"] == []
-    assert {(f.file_name, f.status, f.framed_until) for f in final["files"]} == {
-        ("mysql-bin.000002", "complete", len(data)),
-        ("mysql-bin.000004", "complete", (SAMPLE / "mysql-bin.000003").stat().st_size),
+
+# -- a growing active binlog, a file rewritten in place, a killed run ------------------------------
+
+CUT = 1857 + 380 // 2
+"""Inside the UPDATE_ROWS_V1 at 1857 of sample/mysql-bin.000002, in the transaction opened at 1528,
+whose TABLE_MAP at 1671 maps a table the transaction at 620 mapped before."""
+
+
+@dataclass
+class Grown:
+    binlogs: Path
+    lake: Lakehouse
+    once: Lakehouse
+    first: RunReport
+    first_files: list[Row]
+    first_quarantine: list[Row]
+    killed_files: list[str]
+    killed_resumed: dict[str, int]
+    second: RunReport
+
+
+@pytest.fixture(scope="module")
+def grown(spark: SparkSession, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Grown]:
+    """sample/mysql-bin.000002 cut at :data:`CUT` (the server is writing a rows event), 000004 and
+    000005 whole; then 000002 whole (the transaction ended) and 000004 rewritten in place with
+    000003's longer content; a run killed after writing only ``binlog_events`` (twice over, as a retried
+    write would); a full run; and, for
+    comparison, one run over the final files in a fresh lakehouse."""
+    root = tmp_path_factory.mktemp("grown")
+    binlogs = root / "binlogs"
+    data = (SAMPLE / "mysql-bin.000002").read_bytes()
+    active = place(binlogs / "mysql-bin.000002", data[:CUT])
+    rewritten = place(binlogs / "mysql-bin.000004", (SAMPLE / "mysql-bin.000004").read_bytes())
+    place(binlogs / "mysql-bin.000005", (SAMPLE / "mysql-bin.000005").read_bytes())
+    cfg = config(binlogs, root / "lake")
+    lake = Lakehouse(spark, cfg.storage)
+    first = bronze(spark, cfg, run_id="first")
+    first_files = lake.read(FILES).orderBy("file").collect()
+    first_quarantine = lake.read(QUARANTINE).collect()
+
+    place(active, data, T0 + 60)
+    place(rewritten, (SAMPLE / "mysql-bin.000003").read_bytes(), T0 + 60)
+    ctx = Context(spark, cfg, Lakehouse(spark, cfg.storage), "killed")
+    killed = BronzeStage().build(ctx)
+    assert killed.events is not None
+    for _retry in range(2):  # killed before the other writes, after writing binlog_events twice
+        ctx.lake.write(Write(BINLOG_EVENTS, killed.events, killed.replace_predicate))
+    killed_files, killed_resumed = list(killed.files), dict(killed.resumed)
+    killed.release()
+    second = bronze(spark, cfg, run_id="second")
+
+    once_cfg = config(binlogs, root / "once")
+    assert bronze(spark, once_cfg, run_id="once").exit_code == EXIT_OK
+    yield Grown(
+        binlogs,
+        lake,
+        Lakehouse(spark, once_cfg.storage),
+        first,
+        first_files,
+        first_quarantine,
+        killed_files,
+        killed_resumed,
+        second,
+    )
+
+
+def test_an_active_binlog_cut_inside_a_transaction_is_truncated_and_will_resume_at_the_transactions_start(
+    grown: Grown,
+) -> None:
+    assert (grown.first.exit_code, grown.first.quarantined) == (
+        EXIT_OK,
+        Counter({("bronze", "TRUNCATED", "warning"): 1}),
+    )
+    active = next(r for r in grown.first_files if r.file_name == "mysql-bin.000002")
+    assert (active.status, active.framed_until, active.error_offset, active.resume_offset, active.resume_gtid) == (
+        "truncated",
+        1857,
+        1857,
+        1528,
+        None,
+    )
+    assert [(q.file_name, q.code, q.severity, q.offset, q.run_id) for q in grown.first_quarantine] == [
+        ("mysql-bin.000002", "TRUNCATED", "warning", 1857, "first")
+    ]
+
+
+def test_a_grown_file_is_continued_from_its_resume_offset_and_a_rewritten_one_framed_again(grown: Grown) -> None:
+    active, rewritten = (f"file:{grown.binlogs / n}" for n in ("mysql-bin.000002", "mysql-bin.000004"))
+    assert (grown.killed_files, grown.killed_resumed) == ([active, rewritten], {active: 1528})
+    assert (grown.second.exit_code, grown.second.files_built["bronze"], grown.second.quarantined) == (
+        EXIT_OK,
+        2,
+        Counter(),
+    )
+    by_run = Counter((r.file_name, r.run_id, r.offset >= 1528) for r in grown.lake.read(EVENTS).collect())
+    assert by_run == Counter(
+        {
+            ("mysql-bin.000002", "first", False): 11,
+            ("mysql-bin.000002", "second", True): 186,
+            ("mysql-bin.000004", "second", False): 16,
+            ("mysql-bin.000004", "second", True): 158,
+            ("mysql-bin.000005", "first", False): 5,
+        }
+    )
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="stage: events_framed subtracts the new summary's resume_counts (the counts before the next "
+    "resume point: 197 for a now complete file) instead of the counts where this walk resumed (11)",
+)
+def test_the_run_counts_the_events_it_framed_from_where_a_grown_file_resumed(grown: Grown) -> None:
+    # framed again: the 186 events of the grown file from 1528 on, and the 174 of the rewritten one
+    assert grown.second.events_framed == 186 + 174
+
+
+def test_a_grown_file_ends_as_one_ingestion_of_its_final_content_even_after_a_killed_run(grown: Grown) -> None:
+    assert rows(grown.lake, EVENTS, "run_id", "shape_changed") == rows(grown.once, EVENTS, "run_id", "shape_changed")
+    assert rows(grown.lake, FILES, "run_id") == rows(grown.once, FILES, "run_id")
+    assert grown.lake.read(QUARANTINE).count() == 0  # the truncation warning of the first run is gone
+    assert {(f.file_name, f.status, f.framed_until) for f in grown.lake.read(FILES).collect()} == {
+        ("mysql-bin.000002", "complete", 27030),
+        ("mysql-bin.000004", "complete", 18679),
         ("mysql-bin.000005", "complete", 408),
     }
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="framing: a resumed walk forgets the table shapes seen before the resume offset "
+    "(see test_framing's test_a_resumed_walk_tells_whether_a_map_changed_shape_as_the_whole_walk_does)",
+)
+def test_a_grown_file_says_whether_a_map_changed_shape_as_one_ingestion_does(grown: Grown) -> None:
+    def shapes(lake: Lakehouse) -> list[tuple[Any, ...]]:
+        return sorted(
+            (r.file, r.offset, r.shape_changed) for r in lake.read(EVENTS).where("event_class = 'table_map'").collect()
+        )
+
+    assert shapes(grown.lake) == shapes(grown.once)
+
+
+# -- copies, cut first events, empty and unreadable files ------------------------------------------
+
+
+def test_a_copy_of_an_ingested_file_under_another_name_is_a_duplicate_and_adds_no_events(
+    spark: SparkSession, tmp_path: Path
+) -> None:
+    binlogs = tmp_path / "binlogs"
+    original = place(binlogs / "mysql-bin.000004", (SAMPLE / "mysql-bin.000004").read_bytes())
+    place(binlogs / "mysql-bin.000009", original.read_bytes())  # copied in the same run
+    cfg = config(binlogs, tmp_path / "lake")
+    lake = Lakehouse(spark, cfg.storage)
+
+    first = bronze(spark, cfg, run_id="first")
+    shutil.copy(original, binlogs / "mariadb-bin.000001")  # copied later
+    second = bronze(spark, cfg, run_id="second")
+
+    kept = f"file:{original}"
+    assert first.quarantined == Counter({("bronze", "DUPLICATE_FILE", "warning"): 1})
+    assert second.quarantined == Counter({("bronze", "DUPLICATE_FILE", "warning"): 1})
+    assert (first.exit_code, second.exit_code) == (EXIT_OK, EXIT_OK)
+    assert [
+        (r.file_name, r.status, r.duplicate_of, r.event_count) for r in lake.read(FILES).orderBy("file").collect()
+    ] == [
+        ("mariadb-bin.000001", "duplicate", kept, 109),
+        ("mysql-bin.000004", "complete", None, 109),
+        ("mysql-bin.000009", "duplicate", kept, 109),
+    ]
+    assert {r.file_name: r["count"] for r in lake.read(EVENTS).groupBy("file_name").count().collect()} == {
+        "mysql-bin.000004": 109
+    }
+    assert [
+        (q.file_name, q.code, q.severity, q.offset, q.message, q.run_id)
+        for q in lake.read(QUARANTINE).orderBy("file").collect()
+    ] == [
+        (
+            "mariadb-bin.000001",
+            "DUPLICATE_FILE",
+            "warning",
+            None,
+            f"mariadb-bin.000001 holds the same bytes as {kept}: its events are not ingested again",
+            "second",
+        ),
+        (
+            "mysql-bin.000009",
+            "DUPLICATE_FILE",
+            "warning",
+            None,
+            f"mysql-bin.000009 holds the same bytes as {kept}: its events are not ingested again",
+            "first",
+        ),
+    ]
+
+
+@dataclass
+class CutRun:
+    binlogs: Path
+    lake: Lakehouse
+    report: RunReport
+
+
+@pytest.fixture(scope="module")
+def cut_run(spark: SparkSession, tmp_path_factory: pytest.TempPathFactory) -> CutRun:
+    """mysql-bin.999999 and mysql-bin.1000000 both end inside their FORMAT_DESCRIPTION (copies of
+    sample files cut at 60 and 100 bytes): the server went on to 1000000, so 999999 is corrupt and
+    1000000, its newest, is the active binlog.  An empty file of another server sits beside them."""
+    root = tmp_path_factory.mktemp("cut")
+    binlogs = root / "binlogs"
+    place(binlogs / "mysql-bin.999999", (SAMPLE / "mysql-bin.000001").read_bytes()[:60])
+    place(binlogs / "mysql-bin.1000000", (SAMPLE / "mysql-bin.000002").read_bytes()[:100])
+    place(binlogs / "relay-bin.000001", b"")
+    cfg = config(binlogs, root / "lake", glob="*-bin.*")  # the default glob wants six digits: not .1000000
+    report = bronze(spark, cfg, run_id="cut")
+    return CutRun(binlogs, Lakehouse(spark, cfg.storage), report)
+
+
+def _quarantined(run: CutRun) -> list[tuple[Any, ...]]:
+    rows_ = run.lake.read(QUARANTINE).where("code NOT LIKE 'GATE_%'").collect()
+    return sorted((q.file_name, q.code, q.severity, q.offset, q.run_id) for q in rows_)
+
+
+def test_a_cut_first_event_is_corrupt_unless_the_file_is_the_newest_of_its_servers_sequence(cut_run: CutRun) -> None:
+    files = {
+        r.file_name: (r.server, r.sequence, r.status, r.error_code, r.error_offset, r.framed_until)
+        for r in cut_run.lake.read(FILES).where("file_name LIKE 'mysql-bin.%'").collect()
+    }
+    server = f"file:{cut_run.binlogs}/mysql-bin"
+    assert files == {
+        "mysql-bin.999999": (server, 999_999, "corrupt", "TRUNCATED", 4, 4),
+        "mysql-bin.1000000": (server, 1_000_000, "truncated", "TRUNCATED", 4, 4),
+    }
+    assert ("mysql-bin.999999", "TRUNCATED", "error", 4, "cut") in _quarantined(cut_run)
+    cut = cut_run.lake.read(QUARANTINE).where("file_name = 'mysql-bin.999999' AND code = 'TRUNCATED'").collect()
+    assert [q.message for q in cut] == [
+        "event declares 252 bytes, the file has 56 left: the first event claims more bytes than the file has, "
+        "and newer files of its server exist"
+    ]
+    assert cut_run.report.quarantined[("bronze", "TRUNCATED", "error")] == 1
+    assert cut_run.report.exit_code == EXIT_QUARANTINED
+    assert cut_run.lake.read(EVENTS).count() == 0
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="stage: the severity of every other bronze quarantine row of a run with a cut first event is "
+    "rewritten to the string 'severity' (F.when(...).otherwise(\"severity\") takes it as a literal)",
+)
+def test_the_other_quarantine_rows_of_a_run_with_a_cut_first_event_keep_their_severity(cut_run: CutRun) -> None:
+    assert [q for q in _quarantined(cut_run) if q[0] != "mysql-bin.999999"] == [
+        ("mysql-bin.1000000", "TRUNCATED", "warning", 4, "cut"),  # the newest file: the active binlog
+        ("relay-bin.000001", "EMPTY_FILE", "warning", None, "cut"),
+    ]
+    reported = {reason: n for reason, n in cut_run.report.quarantined.items() if not reason[1].startswith("GATE_")}
+    assert reported == {
+        ("bronze", "TRUNCATED", "error"): 1,
+        ("bronze", "TRUNCATED", "warning"): 1,
+        ("bronze", "EMPTY_FILE", "warning"): 1,
+    }
+
+
+def test_an_empty_file_is_kept_with_a_warning_and_a_dangling_link_as_unreadable_with_an_error(
+    spark: SparkSession, tmp_path: Path
+) -> None:
+    """A symbolic link to a file that is gone: listing sees it, nothing can be opened through it,
+    whoever runs the test (root too, for whom permission bits block nothing)."""
+    binlogs = tmp_path / "binlogs"
+    place(binlogs / "mysql-bin.000001", b"")
+    gone = tmp_path / "gone" / "mysql-bin.000002"
+    (binlogs / "mysql-bin.000002").symlink_to(gone)
+    cfg = config(binlogs, tmp_path / "lake")
+    lake = Lakehouse(spark, cfg.storage)
+
+    report = bronze(spark, cfg, run_id="odd")
+
+    files = {
+        r.file_name: (r.server, r.sequence, r.status, r.error_code, r.error_message, r.size, r.framed_until)
+        for r in lake.read(FILES).collect()
+    }
+    server = f"file:{binlogs}/mysql-bin"
+    problem = f"a dangling symbolic link (to {gone})"
+    assert files == {
+        "mysql-bin.000001": (server, 1, "empty", None, None, 0, 0),
+        "mysql-bin.000002": (server, 2, "unreadable", "UNREADABLE_FILE", problem, 0, 0),
+    }
+    odd = lake.read(QUARANTINE).where("code NOT LIKE 'GATE_%'").collect()
+    assert sorted((q.file_name, q.code, q.severity, q.offset, q.message, q.run_id) for q in odd) == [
+        (
+            "mysql-bin.000001",
+            "EMPTY_FILE",
+            "warning",
+            None,
+            "mysql-bin.000001 is empty (0 bytes): no binlog yet",
+            "odd",
+        ),
+        ("mysql-bin.000002", "UNREADABLE_FILE", "error", None, f"mysql-bin.000002 is {problem}", "odd"),
+    ]
+    assert report.quarantined[("bronze", "EMPTY_FILE", "warning")] == 1
+    assert report.quarantined[("bronze", "UNREADABLE_FILE", "error")] == 1
+    assert report.exit_code == EXIT_QUARANTINED
+    assert lake.read(EVENTS).count() == 0
 
 
 def test_new_and_changed_files_are_replaced_whole_and_grown_files_from_where_they_resume() -> None:

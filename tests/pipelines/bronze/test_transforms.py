@@ -1,5 +1,6 @@
-"""How the bronze framing tasks open their files: local paths directly, object-store URIs with
-``pyarrow.fs`` configured from the Hadoop settings the driver hands over (no Spark here).
+"""How the bronze framing tasks open their files and hand their rows to Spark: local paths directly,
+object-store URIs with ``pyarrow.fs`` configured from the Hadoop settings the driver hands over,
+rows as Arrow batches of the ``FRAMED`` union whose event part is ``binlog_events`` without run id.
 
 No object store is reachable from the test machine: ``S3FileSystem`` is replaced by a stand-in
 that records its arguments and serves the fixture files by key.
@@ -7,22 +8,44 @@ that records its arguments and serves the fixture files by key.
 
 from __future__ import annotations
 
+import dataclasses
+import functools
 import io
 from collections.abc import Iterator
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
+from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
 import pytest
+from pyspark.sql import SparkSession
 from pyspark.sql.pandas.types import to_arrow_schema
 
-from pipelines.bronze.transforms import WORK_ITEMS, frame_batches, open_binary
+from pipelines.bronze.discover import Decision, WorkItem
+from pipelines.bronze.discover import resume_point as resume_of_row
+from pipelines.bronze.framing import EventRow, FileSummary, QuarantineRow, ResumePoint, frame_file
+from pipelines.bronze.stage import work_frame
+from pipelines.bronze.transforms import (
+    FILE_SUMMARY,
+    WORK_ITEMS,
+    frame_batches,
+    frame_files,
+    framed_events,
+    framed_quarantine,
+    framed_summaries,
+    open_binary,
+    resume_json,
+    resume_point,
+)
 from pipelines.storage import UnsupportedSchemeError
+from pipelines.tables import BINLOG_EVENTS, QUARANTINE
 from tests.fixtures.truth import FIXTURES
 
 SAMPLE = FIXTURES / "sample"
 FILE = SAMPLE / "mysql-bin.000001"
+LISTED = datetime(2024, 5, 1, tzinfo=UTC)
+EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 
 def test_local_paths_and_file_uris_are_opened_directly() -> None:
@@ -37,21 +60,27 @@ def test_other_schemes_are_refused_naming_the_file() -> None:
         open_binary("ftp://host/mysql-bin.000001")
 
 
-def _work(uri: str, path: Path) -> pa.RecordBatch:
-    item: dict[str, object] = {field.name: None for field in WORK_ITEMS.fields}
-    item.update(
-        file=uri,
-        file_name=path.name,
-        size=path.stat().st_size,
-        modification_time=datetime(2024, 5, 1, tzinfo=UTC),
-        start_offset=0,
-    )
+def _work(uri: str, path: Path, resume: ResumePoint | None = None) -> pa.RecordBatch:
+    item = {
+        "file": uri,
+        "file_name": path.name,
+        "size": path.stat().st_size,
+        "modification_time": LISTED,
+        "resume": None if resume is None else resume_json(resume),
+    }
     return pa.RecordBatch.from_pylist([item], schema=to_arrow_schema(WORK_ITEMS, timezone="UTC"))
 
 
 def _framed(batches: Iterator[pa.RecordBatch]) -> dict[str, list[dict[str, Any]]]:
     rows = pa.Table.from_batches(list(batches)).to_pylist()
     return {kind: [row[kind] for row in rows if row["kind"] == kind] for kind in ("event", "quarantine", "file")}
+
+
+def _direct(path: Path, uri: str, **kwargs: Any) -> tuple[list[EventRow], list[QuarantineRow], FileSummary]:
+    out = list(frame_file(functools.partial(path.open, "rb"), uri, path.name, **kwargs))
+    summary = out[-1]
+    assert isinstance(summary, FileSummary)
+    return [o for o in out if isinstance(o, EventRow)], [o for o in out if isinstance(o, QuarantineRow)], summary
 
 
 def test_s3a_files_are_framed_through_s3_filesystem_configured_from_the_hadoop_settings(
@@ -73,7 +102,92 @@ def test_s3a_files_are_framed_through_s3_filesystem_configured_from_the_hadoop_s
     summary = remote["file"][0]
     assert (summary["file"], summary["status"], summary["framed_until"]) == (uri, "complete", FILE.stat().st_size)
     assert remote["quarantine"] == []
-    assert [(row["file"], row["offset"], row["body"]) for row in remote["event"]] == [
-        (uri, row["offset"], row["body"]) for row in local["event"]
-    ]
+    assert [{**row, "file": None} for row in remote["event"]] == [{**row, "file": None} for row in local["event"]]
+    assert {row["file"] for row in remote["event"]} == {uri}
     assert remote["event"][0]["offset"] == 4
+
+
+def test_framed_batches_hold_the_rows_of_frame_file_typed_as_their_tables() -> None:
+    path = SAMPLE / "mysql-bin.000002"
+    framed = _framed(frame_batches(iter([_work(str(path), path)]), batch_rows=50))
+    events, _quarantine, summary = _direct(path, str(path), size=path.stat().st_size, modification_time=LISTED)
+    assert len(framed["event"]) == len(events) == 197
+    for got, row in zip(framed["event"], events, strict=True):
+        want = row._asdict()
+        if row.commit_timestamp is not None:  # microseconds since the epoch -> a UTC timestamp
+            want["commit_timestamp"] = EPOCH + timedelta(microseconds=row.commit_timestamp)
+        if row.xid is not None:
+            want["xid"] = Decimal(row.xid)  # decimal(20, 0): XIDs are unsigned 64-bit
+        assert got == want
+    xid = next(e for e in framed["event"] if e["offset"] == 1497)
+    assert (xid["commit_timestamp"], xid["xid"]) == (datetime(2023, 11, 14, 22, 15, tzinfo=UTC), Decimal(370))
+    assert framed["file"] == [  # maps come back as lists of pairs
+        {name: list(v.items()) if isinstance(v, dict) else v for name, v in dataclasses.asdict(summary).items()}
+    ]
+    assert [f.name for f in FILE_SUMMARY.fields] == list(framed["file"][0])
+
+
+def test_batches_hold_at_most_batch_rows_rows_of_one_kind_and_keep_the_file_order() -> None:
+    path = SAMPLE / "mysql-bin.000002"
+    batches = list(frame_batches(iter([_work(str(path), path)]), batch_rows=50))
+    assert [(b.num_rows, set(b.column("kind").to_pylist())) for b in batches] == [
+        (50, {"event"}),
+        (50, {"event"}),
+        (50, {"event"}),
+        (47, {"event"}),
+        (1, {"file"}),
+    ]
+    offsets = [row["event"]["offset"] for b in batches for row in b.to_pylist() if row["kind"] == "event"]
+    assert offsets == sorted(offsets)
+
+
+def test_a_work_item_with_a_resume_point_frames_from_it() -> None:
+    path = SAMPLE / "mysql-bin.000002"
+    data = path.read_bytes()
+    cut = list(frame_file(lambda: io.BytesIO(data[:2047]), str(path), path.name))[-1]
+    assert isinstance(cut, FileSummary)
+    resume = resume_of_row(dataclasses.asdict(cut))
+    assert resume_point(resume_json(resume)) == resume
+    framed = _framed(frame_batches(iter([_work(str(path), path, resume)])))
+    assert framed["file"][0]["resumed_from"] == 1528
+    assert [e["offset"] for e in framed["event"]] == [e.offset for e in _direct(path, str(path))[0] if e.offset >= 1528]
+
+
+def test_no_resume_point_is_null_in_the_work_item() -> None:
+    assert resume_point(None) is None
+
+
+def _inner(index: int | None) -> int:
+    return -1 if index is None else index
+
+
+def test_spark_splits_the_framed_union_into_rows_of_binlog_events_and_quarantine_with_the_run_id(
+    spark: SparkSession, tmp_path: Path
+) -> None:
+    cut = tmp_path / "mysql-bin.000004"
+    cut.write_bytes((SAMPLE / "mysql-bin.000004").read_bytes()[:5000])  # the active binlog, mid-event
+    paths = (SAMPLE / "mysql-bin.000005", cut)
+    items = [WorkItem(f"file:{p}", p.name, p.stat().st_size, LISTED, None, Decision.NEW) for p in paths]
+    framed = work_frame(spark, items).transform(frame_files())
+    events = framed.transform(framed_events("run-7"))
+    quarantine = framed.transform(framed_quarantine("run-7"))
+    assert events.schema == BINLOG_EVENTS.schema
+    assert quarantine.schema == QUARANTINE.schema
+    got = sorted(
+        (r.file_name, r.offset, _inner(r.inner_index), r.run_id, r.event_class, r.body) for r in events.collect()
+    )
+    want = sorted(
+        (p.name, e.offset, _inner(e.inner_index), "run-7", e.event_class, e.body)
+        for p in paths
+        for e in _direct(p, f"file:{p}")[0]
+    )
+    assert got == want
+    truncated = _direct(cut, f"file:{cut}")[2].framed_until
+    assert [(q.file, q.stage, q.code, q.severity, q.offset, q.run_id) for q in quarantine.collect()] == [
+        (f"file:{cut}", "bronze", "TRUNCATED", "warning", truncated, "run-7")
+    ]
+    summaries = framed.transform(framed_summaries).collect()
+    assert sorted((s.file_name, s.status, s.size) for s in summaries) == [
+        ("mysql-bin.000004", "truncated", 5000),
+        ("mysql-bin.000005", "complete", 408),
+    ]
