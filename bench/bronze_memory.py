@@ -10,7 +10,7 @@
    ``log_pos`` patched to its new end and the CRC32 recomputed.  Pure Python, no server.
    The default source is a fixture file written by MariaDB 10.11 (row events with annotations,
    about 540 bytes per event).
-2. Runs ``build_bronze`` + ``write_bronze`` on it with the Spark settings of ``conf/local.yaml``
+2. Runs the bronze stage (``BronzeStage.build`` + ``write``) on it with the Spark settings of ``conf/local.yaml``
    (``driver_memory: 2g``), the master forced to ``local[2]`` and the UI off, while a thread
    samples ``/proc`` every 0.2 s: resident memory of the driver JVM, of the Python workers it
    forks, and of this driver process.
@@ -112,8 +112,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     expected_events = sum(1 for _ in open_events(target))
 
     from conf import load_config
-    from pipelines.bronze.stage import build_bronze, write_bronze
+    from pipelines.bronze.stage import BronzeStage
     from pipelines.session import build_spark
+    from pipelines.stage import Context
     from pipelines.storage import Lakehouse, Table
 
     cfg = load_config(args.config)
@@ -132,11 +133,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     up = time.perf_counter()
     try:
         lake = Lakehouse(spark, cfg.storage)
-        out = build_bronze(spark, cfg, lake)
+        ctx = Context(spark, cfg, lake, "bench")
+        stage = BronzeStage()
+        out = stage.build(ctx)
         built = time.perf_counter()
-        write_bronze(lake, out)
+        stage.write(ctx, out)
         written = time.perf_counter()
-        out.unpersist()
+        out.release()
         stored = lake.read(Table.bronze("binlog_events")).count()
         status = [(r.status, r.framed_until) for r in lake.read(Table.bronze("binlog_files")).collect()]
     finally:
@@ -149,8 +152,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(f"file               {mib(file_size):10.0f} MiB, {expected_events} events")
     print(f"spark              {cfg.spark.master}, driver_memory {cfg.spark.driver_memory}")
     print(f"session start      {up - started:10.1f} s")
-    print(f"build_bronze       {frame_s:10.1f} s   (discover, frame, local checkpoint on disk)")
-    print(f"write_bronze       {write_s:10.1f} s   (events, quarantine, binlog_files)")
+    print(f"bronze build       {frame_s:10.1f} s   (discover, frame, local checkpoint on disk)")
+    print(f"bronze write       {write_s:10.1f} s   (events, quarantine, binlog_files)")
     print(f"bronze total       {frame_s + write_s:10.1f} s   {expected_events / (frame_s + write_s):,.0f} events/s, "
           f"{mib(file_size) / (frame_s + write_s):.1f} MiB/s")  # fmt: skip
     print(f"framing only       {expected_events / frame_s:,.0f} events/s")

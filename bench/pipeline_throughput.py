@@ -13,8 +13,9 @@ Each round, each in a fresh process:
    change touched, pinned to one CPU (``decode_throughput.py``'s ``ours``).
 2. ``pipeline``: a new lakehouse under ``--out``; a Spark session with the settings of
    ``--config`` (``conf/local.yaml``: ``driver_memory: 2g``), the master forced to ``local[2]``
-   and the UI off; then ``run`` of bronze, silver and gold, one stage at a time and each timed,
-   quality gates included, as the ``binlog-lakehouse run`` job does. A thread samples the
+   and the UI off; then one ``run`` of bronze, silver and gold, quality gates included, as the
+   ``binlog-lakehouse run`` job does; the end-to-end time counts the session's start, and each
+   stage's time, Spark jobs and Delta commits come from the run's report. A thread samples the
    resident memory of the driver process, its JVM and the JVM's Python workers every 0.2 s.
    The run must reconcile: ``changes`` holds as many row changes as the decoder saw, nothing is
    quarantined and no gate fails.
@@ -72,26 +73,25 @@ def pipeline_child(binlog: Path, config: str, out: Path) -> Result:
     spark = build_spark(cfg.spark)
     result: Result = {"session_seconds": time.perf_counter() - started}
     try:
+        report = run(spark, cfg, STAGES, err=sys.stderr, progress_every=None)
+        result["seconds"] = time.perf_counter() - started
         for stage in STAGES:
-            stage_sampler = Sampler()
-            stage_sampler.start()
-            stage_start = time.perf_counter()
-            report = run(spark, cfg, [stage])
-            result[f"{stage}_seconds"] = time.perf_counter() - stage_start
-            result[f"{stage}_rss_jvm_mib"] = mib(stage_sampler.stop().jvm)
-            if report.exit_code != 0:
-                raise SystemExit(f"{stage} ended with exit code {report.exit_code} (gate {report.failed_gate})")
+            result[f"{stage}_seconds"] = report.stage_seconds[stage]
+            result[f"{stage}_jobs"] = report.spark_jobs[stage]
+            result[f"{stage}_commits"] = report.delta_commits[stage]
+        result["end_seconds"] = report.seconds - sum(report.stage_seconds.values())
+        if report.exit_code != 0:
+            raise SystemExit(f"the run ended with exit code {int(report.exit_code)} (gate {report.failed_gate})")
+        peaks = sampler.stop()
         lake = Lakehouse(spark, cfg.storage)
         result["events"] = lake.read(Table.bronze("binlog_events")).count()
         result["rows"] = lake.read(Table.gold("changes")).count()
         result["quarantined"] = lake.read(Table.bronze("quarantine")).count()
-        per_table = [name for name in lake.tables(Layer.GOLD) if name != "changes" and not name.startswith("_")]
+        per_table = [name for name in lake.tables(Layer.GOLD) if name != "changes"]
         result["gold_tables"] = len(per_table)
     finally:
-        peaks = sampler.stop()
         spark.stop()
         shutil.rmtree(lake_root, ignore_errors=True)
-    result["seconds"] = sum(result[f"{stage}_seconds"] for stage in STAGES)
     result |= {
         "rss_jvm_mib": mib(peaks.jvm),
         "rss_workers_mib": mib(peaks.workers),
@@ -111,6 +111,10 @@ def run_pipeline(binlog: Path, config: str, out: Path) -> Result:
         raise SystemExit(f"pipeline failed on {binlog}:\n{done.stderr[-4000:]}")
     result: Result = json.loads(done.stdout.strip().splitlines()[-1])
     return result
+
+
+MEASURED = ("_seconds", "_mib", "_jobs", "_commits")
+"""Suffixes of the figures a pipeline run reports (medians over runs)."""
 
 
 def _median(results: list[Result], key: str) -> float:
@@ -133,7 +137,7 @@ def _report(binlog: Path, prefix: Path | None, samples: dict[str, list[Result]])
         "gold_tables": pipeline[0]["gold_tables"],
         "decoder": {"seconds": _median(decoder, "seconds"), "cpu_seconds": _median(decoder, "cpu_seconds"),
                     "rss_mib": max(r["max_rss_mib"] for r in decoder), "runs": [r["seconds"] for r in decoder]},
-        "pipeline": {key: _median(pipeline, key) for key in pipeline[0] if key.endswith(("_seconds", "_mib"))}
+        "pipeline": {key: _median(pipeline, key) for key in pipeline[0] if key.endswith(MEASURED)}
         | {"seconds": _median(pipeline, "seconds"), "runs": [r["seconds"] for r in pipeline],
            "driver_memory": pipeline[0]["driver_memory"]},
     }  # fmt: skip
@@ -162,10 +166,12 @@ def _print(report: Result) -> None:
     print(f"pipeline (local[2])      {p['seconds']:8.1f} s  {p['rows_per_second']:10,.0f} rows/s  "
           f"runs {', '.join(f'{s:.1f}' for s in p['runs'])}  (driver_memory {p['driver_memory']})")  # fmt: skip
     print(f"  session start {p['session_seconds']:.1f} s, bronze {p['bronze_seconds']:.1f} s, "
-          f"silver {p['silver_seconds']:.1f} s, gold {p['gold_seconds']:.1f} s")  # fmt: skip
+          f"silver {p['silver_seconds']:.1f} s, gold {p['gold_seconds']:.1f} s, "
+          f"end of run {p['end_seconds']:.1f} s")  # fmt: skip
+    print("  Spark jobs: " + ", ".join(f"{s} {p[f'{s}_jobs']:.0f}" for s in STAGES)
+          + "; Delta commits: " + ", ".join(f"{s} {p[f'{s}_commits']:.0f}" for s in STAGES))  # fmt: skip
     print(f"  peak RSS: JVM {p['rss_jvm_mib']:.0f} MiB, Python workers {p['rss_workers_mib']:.0f} MiB, "
           f"driver {p['rss_driver_mib']:.0f} MiB, total {p['rss_total_mib']:.0f} MiB")  # fmt: skip
-    print("  peak JVM RSS by stage: " + ", ".join(f"{s} {p[f'{s}_rss_jvm_mib']:.0f} MiB" for s in STAGES))
     print(f"pipeline_vs_decoder: {report['pipeline_vs_decoder']:.2f}x rows per second (end to end into gold)")
     if "prefix" in report:
         q = report["prefix"]

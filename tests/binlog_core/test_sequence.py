@@ -649,22 +649,13 @@ COMPRESSED_TRANSACTIONS = [
 ]
 """MySQL 8.0 files whose transactions are TRANSACTION_PAYLOAD events after their GTID."""
 
-PAYLOAD_SPLITS_TRANSACTION = (
-    "sequence: the TRANSACTION_PAYLOAD event after a GTID counts as a member, so the BEGIN inside "
-    "the payload opens a new transaction: the GTID's closes without an end and the payload's commits "
-    "at the XID's header second, not at the GTID's immediate_commit_timestamp"
-)
-
 
 @pytest.mark.corpus
 @pytest.mark.parametrize(
     "relative",
     [
         *MYSQL_8_WITH_COMMIT_TIMES,
-        *(
-            pytest.param(r, marks=pytest.mark.xfail(strict=True, reason=PAYLOAD_SPLITS_TRANSACTION))
-            for r in COMPRESSED_TRANSACTIONS
-        ),
+        *COMPRESSED_TRANSACTIONS,
     ],
 )
 def test_every_transaction_of_a_mysql_8_file_commits_at_its_gtids_immediate_commit_timestamp(relative: str) -> None:
@@ -683,7 +674,6 @@ def test_every_transaction_of_a_mysql_8_file_commits_at_its_gtids_immediate_comm
 
 
 @pytest.mark.corpus
-@pytest.mark.xfail(strict=True, reason=PAYLOAD_SPLITS_TRANSACTION)
 def test_a_compressed_transaction_is_the_transaction_of_the_gtid_before_its_payload() -> None:
     walked, _ = walk(corpus("mysql-binlog-connector-rust/mysql-bin.000057"))
     gtid_12 = (378, None, 457, 4, 1668952358419905, 10, "76f3e7be-6720-11ed-9cad-0242ac110002:12")

@@ -24,8 +24,9 @@ from pyspark.sql import SparkSession
 from binlog_core.decoder import decode_file
 from binlog_core.errors import BinlogError
 from conf import AppConfig, InputSettings, StorageSettings
+from pipelines.exits import Exit
 from pipelines.gold.transforms import gold_table_name
-from pipelines.run import EXIT_QUARANTINED, RunReport, run
+from pipelines.run import RunReport, run
 from pipelines.storage import Lakehouse, Layer, Table
 from tests.harness.corpus import CORPUS, EVENT_PROBLEMS, FATAL, TOTAL_ROW_CHANGES, corpus_files
 
@@ -109,7 +110,7 @@ def test_the_run_over_the_whole_corpus_completes_and_says_input_was_quarantined(
     report = corpus_run.report
     assert report.stages == ["bronze", "silver", "gold"], corpus_run.log
     assert report.failed_gate is None
-    assert report.exit_code == EXIT_QUARANTINED
+    assert report.exit_code == Exit.BAD_INPUT
     assert {name for gate in report.gates for name in gate.quarantined} == {
         "bad_files",
         "checksums_verified",

@@ -7,11 +7,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import SparkSession
 
 from conf import AppConfig, InputSettings, StorageSettings
+from pipelines.exits import Exit
 from pipelines.run import run
-from pipelines.storage import Lakehouse, Layer, Table
+from pipelines.storage import Lakehouse, Layer, Table, Write
 
 SAMPLE = Path(__file__).resolve().parents[1] / "fixtures" / "mariadb" / "sample"
 
@@ -28,13 +29,13 @@ def config(root: Path) -> AppConfig:
 
 
 def contents(lake: Lakehouse) -> dict[str, list[tuple[Any, ...]]]:
-    """Every row of every bronze, silver and gold table, sorted (progress tables left out)."""
+    """Every row of every bronze, silver and gold table, sorted (run ids left out)."""
     tables = {}
     for layer in (Layer.BRONZE, Layer.SILVER, Layer.GOLD):
         for name in lake.tables(layer):
-            if name != "_progress":
-                rows = lake.read(Table(layer, name)).collect()
-                tables[f"{layer.value}.{name}"] = sorted((tuple(map(repr, r)) for r in rows), key=repr)
+            frame = lake.read(Table(layer, name))
+            rows = frame.select(*[c for c in frame.columns if c != "run_id"]).collect()
+            tables[f"{layer.value}.{name}"] = sorted((tuple(map(repr, r)) for r in rows), key=repr)
     return tables
 
 
@@ -42,32 +43,33 @@ def contents(lake: Lakehouse) -> dict[str, list[tuple[Any, ...]]]:
 def test_a_run_killed_while_a_stage_writes_converges_to_the_uninterrupted_tables(
     spark: SparkSession, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, stage: str
 ) -> None:
-    # bronze writes binlog_events, then its quarantine rows, then binlog_files (merged): killed at
-    # the second write, its events are written and binlog_files does not know the files yet
+    # bronze writes binlog_events and its quarantine rows, then binlog_files: killed at the second
+    # write, its events are written and binlog_files does not know the files yet
     clean = config(tmp_path / "clean")
-    assert run(spark, clean).exit_code == 0
+    assert run(spark, clean).exit_code == Exit.OK
 
     killed = config(tmp_path / "killed")
-    real = Lakehouse.replace_where
+    real = Lakehouse.write
     writes = {"n": 0}
 
-    def dying(self: Lakehouse, df: DataFrame, table: Table, predicate: str, **kw: Any) -> None:
-        if table.layer.value == stage:
+    def dying(self: Lakehouse, write: Write) -> None:
+        if write.spec.layer.value == stage:
             writes["n"] += 1
             if writes["n"] == 2:  # the first table of the stage is written, the second is not
-                raise Killed(f"killed while writing {table.name}")
-        real(self, df, table, predicate, **kw)
+                raise Killed(f"killed while writing {write.spec.name}")
+        real(self, write)
 
-    monkeypatch.setattr(Lakehouse, "replace_where", dying)
+    monkeypatch.setattr(Lakehouse, "write", dying)
+    monkeypatch.setattr(Lakehouse, "write_all", lambda self, writes, parallel=4: [self.write(w) for w in writes])
     with pytest.raises(Killed):
         run(spark, killed)
-    monkeypatch.setattr(Lakehouse, "replace_where", real)
+    monkeypatch.undo()
     killed_lake = Lakehouse(spark, killed.storage)
     if stage == "bronze":
         assert killed_lake.exists(Table.bronze("binlog_events"))
         assert not killed_lake.exists(Table.bronze("binlog_files"))
     again = run(spark, killed)
-    assert (again.exit_code, again.stages) == (0, ["bronze", "silver", "gold"])
+    assert (again.exit_code, again.stages) == (Exit.OK, ["bronze", "silver", "gold"])
     assert again.files_built[stage] == 5  # every file was still pending for the killed stage
 
     want = contents(Lakehouse(spark, clean.storage))

@@ -165,7 +165,7 @@ def test_a_misspelled_setting_is_one_line_naming_it_and_exit_code_2(tmp_path: Pa
 
 
 @pytest.mark.slow
-def test_a_second_run_on_a_locked_lakehouse_exits_5_at_once_naming_the_holder_and_a_run_prints_only_progress_and_summary(
+def test_a_second_run_on_a_locked_lakehouse_exits_5_naming_the_holder_and_a_run_prints_only_progress_and_summary(
     tmp_path: Path,
 ) -> None:
     config = write_config(tmp_path, sample_copy(tmp_path), tmp_path / "lake")

@@ -27,6 +27,7 @@ from pipelines.storage import (
     Lakehouse,
     Table,
     UnsupportedSchemeError,
+    Write,
     arrow_target,
     azure_filesystem_kwargs,
     gcs_filesystem_kwargs,
@@ -34,8 +35,19 @@ from pipelines.storage import (
     open_arrow_input,
     s3_filesystem_kwargs,
 )
+from pipelines.tables import Col, TableSpec
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
+
+
+def overwrite(lake: Lakehouse, frame: Any, table: Table) -> None:
+    """Write ``frame`` as the whole of ``table`` (a spec made from the frame's own schema)."""
+    spec = TableSpec(
+        table.layer, table.name, "test rows", tuple(Col(f.name, f.dataType, f.name) for f in frame.schema), ()
+    )
+    lake.write(Write(spec, frame, mode="overwrite"))
+
+
 SAMPLE = PROJECT_ROOT / "tests" / "fixtures" / "mariadb" / "sample"
 
 # S3A ---------------------------------------------------------------------------------------------
@@ -433,7 +445,7 @@ def _lake(spark: SparkSession, root: Path, suffix: str) -> Lakehouse:
 
 def test_written_tables_are_registered_by_location_and_read_by_name(spark: SparkSession, tmp_path: Path) -> None:
     lake = _lake(spark, tmp_path / "lake", "named")
-    lake.overwrite(spark.createDataFrame([Row(id=1, total=9.5), Row(id=2, total=3.0)]), Table.gold("shop__orders"))
+    overwrite(lake, spark.createDataFrame([Row(id=1, total=9.5), Row(id=2, total=3.0)]), Table.gold("shop__orders"))
     rows = spark.sql("SELECT id, total FROM storage_gold_named.shop__orders ORDER BY id").collect()
     assert rows == [Row(id=1, total=9.5), Row(id=2, total=3.0)]
     location = spark.sql("DESCRIBE DETAIL storage_gold_named.shop__orders").first()
@@ -444,9 +456,9 @@ def test_a_name_registered_for_another_lakehouse_root_is_pointed_at_this_one(
     spark: SparkSession, tmp_path: Path
 ) -> None:
     first = _lake(spark, tmp_path / "first", "moved")
-    first.overwrite(spark.createDataFrame([Row(id=1)]), Table.gold("t"))
+    overwrite(first, spark.createDataFrame([Row(id=1)]), Table.gold("t"))
     second = _lake(spark, tmp_path / "second", "moved")
-    second.overwrite(spark.createDataFrame([Row(id=2), Row(id=3)]), Table.gold("t"))
+    overwrite(second, spark.createDataFrame([Row(id=2), Row(id=3)]), Table.gold("t"))
     assert spark.sql("SELECT id FROM storage_gold_moved.t ORDER BY id").collect() == [Row(id=2), Row(id=3)]
     # dropping the external registration left the first root's table in place
     assert first.read(Table.gold("t")).collect() == [Row(id=1)]
@@ -456,16 +468,16 @@ def test_a_mixed_case_table_name_is_found_in_the_catalog_and_pointed_at_this_lak
     spark: SparkSession, tmp_path: Path
 ) -> None:
     table = Table.gold("Shop__Orders")  # the catalog keeps names in lower case
-    _lake(spark, tmp_path / "first", "cased").overwrite(spark.createDataFrame([Row(id=1)]), table)
-    _lake(spark, tmp_path / "second", "cased").overwrite(spark.createDataFrame([Row(id=2)]), table)
+    overwrite(_lake(spark, tmp_path / "first", "cased"), spark.createDataFrame([Row(id=1)]), table)
+    overwrite(_lake(spark, tmp_path / "second", "cased"), spark.createDataFrame([Row(id=2)]), table)
     assert spark.sql("SELECT id FROM storage_gold_cased.shop__orders").collect() == [Row(id=2)]
 
 
 def test_a_registration_whose_files_were_deleted_is_replaced(spark: SparkSession, tmp_path: Path) -> None:
     gone = _lake(spark, tmp_path / "gone", "deleted")
-    gone.overwrite(spark.createDataFrame([Row(id=1)]), Table.gold("t"))
+    overwrite(gone, spark.createDataFrame([Row(id=1)]), Table.gold("t"))
     shutil.rmtree(tmp_path / "gone")
-    _lake(spark, tmp_path / "new", "deleted").overwrite(spark.createDataFrame([Row(id=5)]), Table.gold("t"))
+    overwrite(_lake(spark, tmp_path / "new", "deleted"), spark.createDataFrame([Row(id=5)]), Table.gold("t"))
     assert spark.sql("SELECT id FROM storage_gold_deleted.t").collect() == [Row(id=5)]
 
 
@@ -475,7 +487,7 @@ def test_a_name_held_by_a_managed_table_is_not_dropped(spark: SparkSession, tmp_
     spark.sql("INSERT INTO storage_gold_managed.t VALUES (7)")
     lake = _lake(spark, tmp_path / "lake", "managed")
     with pytest.raises(RuntimeError, match=r"storage_gold_managed`\.`t` is a managed table at file:.*: rename it"):
-        lake.overwrite(spark.createDataFrame([Row(id=1)]), Table.gold("t"))
+        overwrite(lake, spark.createDataFrame([Row(id=1)]), Table.gold("t"))
     assert spark.sql("SELECT id FROM storage_gold_managed.t").collect() == [Row(id=7)]
 
 
@@ -501,12 +513,15 @@ WRITER = textwrap.dedent(
     from pyspark.sql import Row
     from conf import load_config
     from pipelines.session import build_spark
-    from pipelines.storage import Lakehouse, Table
+    from pipelines.storage import Lakehouse, Write
+    from pipelines.tables import Col, Layer, TableSpec
 
     cfg = load_config(sys.argv[1], env={})
     spark = build_spark(cfg.spark)
-    rows = [Row(op="insert", id=1, total="9.50"), Row(op="update", id=1, total="12.00")]
-    Lakehouse(spark, cfg.storage).overwrite(spark.createDataFrame(rows), Table.gold("shop__orders"))
+    rows = spark.createDataFrame([Row(op="insert", id=1, total="9.50"), Row(op="update", id=1, total="12.00")])
+    columns = tuple(Col(f.name, f.dataType, f.name) for f in rows.schema)
+    spec = TableSpec(Layer.GOLD, "shop__orders", "test rows", columns, ())
+    Lakehouse(spark, cfg.storage).write(Write(spec, rows, mode="overwrite"))
     spark.stop()
     """
 )

@@ -33,7 +33,6 @@ from pipelines.bronze.discover import resume_point
 from pipelines.bronze.framing import (
     COUNTERS,
     DECODED_ELSEWHERE,
-    FILE_COLUMNS,
     EventRow,
     FileSummary,
     HashingReader,
@@ -41,7 +40,7 @@ from pipelines.bronze.framing import (
     ResumePoint,
     frame_file,
 )
-from pipelines.tables import BINLOG_EVENTS, BINLOG_FILES, QUARANTINE
+from pipelines.tables import BINLOG_EVENTS, QUARANTINE
 from tests.binlog_core.real_events import MISC
 from tests.fixtures.truth import FIXTURES
 from tests.harness.corpus import corpus_files, corpus_path
@@ -90,16 +89,6 @@ def position(row: EventRow) -> tuple[int, int]:
 def test_event_and_quarantine_rows_are_the_columns_of_their_tables_without_the_run_id() -> None:
     assert EventRow._fields == tuple(name for name in BINLOG_EVENTS.names if name != "run_id")
     assert QuarantineRow._fields == tuple(name for name in QUARANTINE.names if name != "run_id")
-
-
-@pytest.mark.xfail(
-    strict=True,
-    reason="framing.FILE_COLUMNS is documented as the binlog_files columns a summary fills, "
-    "but it holds 'problems', which binlog_files has no column for",
-)
-def test_the_file_columns_are_the_binlog_files_columns_a_summary_fills_in_table_order() -> None:
-    filled_by_the_stage = {"server", "sequence", "duplicate_of", "run_id"}
-    assert tuple(n for n in BINLOG_FILES.names if n not in filled_by_the_stage) == FILE_COLUMNS
 
 
 @pytest.mark.parametrize("path", sorted(SAMPLE.glob("mysql-bin.*")) + sorted(COMPRESSED.glob("mysql-bin.*")), ids=str)
@@ -702,11 +691,6 @@ def test_resuming_a_grown_file_yields_the_rows_one_walk_over_the_whole_file_yiel
     assert resumed > 4
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="framing: a resumed walk starts with no memory of the table shapes seen before the resume "
-    "offset, so the first TABLE_MAP of each table after it says shape_changed=True where the whole walk says False",
-)
 def test_a_resumed_walk_tells_whether_a_map_changed_shape_as_the_whole_walk_does() -> None:
     data = (SAMPLE / "mysql-bin.000002").read_bytes()
     cut = 1857 + 380 // 2  # inside the transaction opened at 1528, whose TABLE_MAP at 1671 has the shape of 761's
