@@ -27,8 +27,8 @@ MEANINGS: dict[Exit, str] = {
     Exit.ERROR: "unexpected error (a traceback follows)",
     Exit.USAGE: "bad configuration, usage or environment, found before any work: one line names the setting",
     Exit.GATE_FAILED: "a quality gate with action fail failed: that stage was not written",
-    Exit.BAD_INPUT: "done, but files of the input carry error-severity quarantine rows (whichever run wrote "
-    "them) that are not acknowledged",
+    Exit.BAD_INPUT: "done, but files of the input carry error-severity quarantine rows, whichever run wrote "
+    "them (the summary lists them)",
     Exit.LOCKED: "another run holds the lakehouse (one line names it); nothing was done",
     Exit.UPSTREAM_MISSING: "a stage run alone found files its upstream stage has not built: run that first",
     Exit.INTERRUPTED: "interrupted (SIGINT) between or during steps: re-run to complete",
@@ -49,4 +49,9 @@ SHORT: dict[Exit, str] = {
 }
 """What the summary's first line says of each code."""
 
-__all__ = ["MEANINGS", "SHORT", "Exit"]
+def readme_table() -> str:
+    """The README's exit-code table (Markdown)."""
+    return "\n".join(["| Code | Meaning |", "|---|---|", *(f"| `{int(code)}` | {MEANINGS[code]} |" for code in Exit)])
+
+
+__all__ = ["MEANINGS", "SHORT", "Exit", "readme_table"]

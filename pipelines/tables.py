@@ -681,6 +681,15 @@ TABLES: tuple[TableSpec, ...] = (
 """Every table, in the order the README lists them."""
 
 
+def readme_table(databases: dict[Layer, str]) -> str:
+    """The README's list of tables (Markdown): each registered table by name, what one row is."""
+    lines = ["| Table | One row per |", "|---|---|"]
+    for spec in TABLES:
+        where = f"`{databases[spec.layer]}.{spec.name}`" if spec.registered else f"`{spec.layer.value}/{spec.name}`"
+        lines.append(f"| {where} | {spec.row} |")
+    return "\n".join(lines)
+
+
 __all__ = [
     "ABSENT_COLUMNS",
     "BINLOG_EVENTS",
@@ -706,5 +715,6 @@ __all__ = [
     "Layer",
     "TableSpec",
     "conform",
+    "readme_table",
     "typed_change_table",
 ]
