@@ -17,6 +17,7 @@ tables were created before its first file, with a seed snapshot.
 
 from __future__ import annotations
 
+import hashlib
 import io
 import itertools
 import json
@@ -398,10 +399,18 @@ def test_a_second_silver_run_has_nothing_to_do(spark: SparkSession, whole: Whole
 class Seeded:
     binlogs: Path
     lake: Lakehouse
+    seed: str
+    before: list[Any]
+    """``table_maps`` before the seed was configured."""
+    report: RunReport
+    """The silver run after the seed was configured."""
+    progress: dict[str, dict[str, Any]]
+    """Silver progress rows after it."""
 
 
 @pytest.fixture(scope="module")
 def seeded(spark: SparkSession, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Seeded]:
+    """NO_LOG files 2 and 4 built first without a seed, then with one (their tables come from file 1)."""
     root = tmp_path_factory.mktemp("silver_seed")
     binlogs = root / "binlogs"
     binlogs.mkdir()
@@ -415,9 +424,25 @@ def seeded(spark: SparkSession, tmp_path_factory: pytest.TempPathFactory) -> Ite
     ]
     seed = root / "seed.sql"
     seed.write_text("USE fixture;\n" + ";\n".join(s.replace("fixture.", "") for s in creates) + ";\n")
+    ok(spark, config(binlogs, root / "lake"), ("bronze", "silver"))
+    lake = Lakehouse(spark, config(binlogs, root / "lake").storage)
+    before = lake.read(TABLE_MAPS).collect()
     cfg = config(binlogs, root / "lake", seed.as_uri())  # a URI: read through Spark, as an s3a:// seed would be
-    ok(spark, cfg, ("bronze", "silver"))
-    yield Seeded(binlogs, Lakehouse(spark, cfg.storage))
+    report = ok(spark, cfg, ("silver",))
+    progress = Context(spark, cfg, lake, "after").state.progress(Layer.SILVER)
+    yield Seeded(binlogs, lake, seed.as_uri(), before, report, progress)
+
+
+def test_a_seed_configured_later_renames_the_files_built_before_it(seeded: Seeded) -> None:
+    assert {(m.schema_name, m.names_source) for m in seeded.before if m.rows_events} == {
+        ("fixture", None),
+        ("fixture_extra", "ddl"),
+    }
+    assert (seeded.report.files_built, seeded.report.rebuilt) == ({"silver": 0}, 2)
+    progress = seeded.progress
+    digest = hashlib.sha256(Path(seeded.seed.removeprefix("file://")).read_bytes()).hexdigest()
+    assert progress[f"seed:{seeded.seed}"]["built_from"] == digest
+    assert {progress[f"{uri(seeded.binlogs)}/{name(n)}"]["run_id"] for n in (2, 4)} == {seeded.report.run_id}
 
 
 def test_a_seed_snapshot_names_tables_created_before_the_first_file(seeded: Seeded) -> None:
