@@ -28,13 +28,13 @@ import pandas as pd
 import pytest
 from pyspark.sql import SparkSession
 
-import pipelines.run
 from binlog_core.constants import EventType
 from binlog_core.decoder import decode_file
 from binlog_core.framing import open_events
 from binlog_core.rows import ROWS_KINDS
 from conf import AppConfig, InputSettings, StorageSettings
 from conf.models import QualitySettings
+from pipelines import run as run_module
 from pipelines.bronze.framing import FileSummary, frame_file
 from pipelines.bronze.stage import bronze_facts
 from pipelines.quality.gate import GateOutcome
@@ -173,14 +173,14 @@ def damaged(spark: SparkSession, tmp_path_factory: pytest.TempPathFactory) -> It
         quality=QualitySettings(),
     )
     facts: dict[str, dict[str, pd.DataFrame]] = {}
-    gate = pipelines.run.run_gate
+    gate = run_module.run_gate  # type: ignore[attr-defined]  # the name run.py calls
 
     def recording(name: str, frames: dict[str, pd.DataFrame], settings: QualitySettings) -> GateOutcome:
         facts[name] = {k: v.copy() for k, v in frames.items()}
         return gate(name, frames, settings)
 
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(pipelines.run, "run_gate", recording)
+        patch.setattr(run_module, "run_gate", recording)
         report = run(spark, cfg, err=io.StringIO(), progress_every=None)
     yield Damaged({n: binlogs / n for n in files}, report, facts, Lakehouse(spark, cfg.storage))
 

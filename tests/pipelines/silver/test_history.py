@@ -17,7 +17,9 @@ A, B = "/logs/mysql-bin.999999", "/logs/mysql-bin.1000000"
 SEQUENCE = {A: 999999, B: 1000000}
 
 
-def ddl(file: str, offset: int, statement: str, default_schema: str | None = None, inner: int | None = None) -> dict:
+def ddl(
+    file: str, offset: int, statement: str, default_schema: str | None = None, inner: int | None = None
+) -> dict[str, Any]:
     return {
         "file": file,
         "offset": offset,
