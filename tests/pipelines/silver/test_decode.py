@@ -269,3 +269,14 @@ def test_a_query_event_cut_short_is_one_error_row_with_its_bytes() -> None:
     ]
     assert out[0]["body"] == cut["body"]
     assert out[0]["statement"] is None
+
+
+def test_compressed_query_events_decode_to_the_statements_binlog_core_reads() -> None:
+    path = FIXTURES / "compressed" / "mysql-bin.000003"  # MariaDB log_bin_compress: QUERY_COMPRESSED
+    queries, out = queries_of(path)
+    decoded = [item.body for item in decode_file(path) if isinstance(item.body, QueryEvent)]
+    assert [(r["event_type_name"], r["statement"], r["kind"]) for r in out] == [
+        (q["event_type_name"], body.statement, str(body.kind)) for q, body in zip(queries, decoded, strict=True)
+    ]
+    assert Counter(r["event_type_name"] for r in out) == {"QUERY_COMPRESSED": 15}
+    assert out[0]["statement"].startswith("CREATE TABLE fixture.t_evolve")
