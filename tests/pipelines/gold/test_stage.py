@@ -30,7 +30,7 @@ from pyspark.sql import DataFrame, Row, SparkSession
 
 from binlog_core.decoder import decode_file
 from conf import AppConfig, InputSettings, StorageSettings
-from pipelines.run import RunReport, run
+from pipelines.run import RunReport, run, summary
 from pipelines.stage import Context
 from pipelines.storage import Lakehouse, Table
 from pipelines.tables import BINLOG_EVENTS, CHANGES, TABLE_ID_LIFECYCLE, Layer
@@ -137,6 +137,9 @@ def test_gold_waits_for_files_silver_has_not_built(built: Lake) -> None:
 def test_once_silver_has_built_a_late_file_gold_holds_the_recorded_truth_of_every_file(built: Lake) -> None:
     report = built.reports["late"]
     assert (report.files_built, report.rebuilt) == ({"silver": 1, "gold": 2}, 1)  # file 2 built, file 3 again
+    lines = summary(built.spark, built.cfg, report).splitlines()
+    assert "    files resolved again (schema history changed): 1" in lines
+    assert "    files waiting for silver: 1" in summary(built.spark, built.cfg, built.reports["waiting"]).splitlines()
     changes = built.read("changes", "late").orderBy(*ORDER).collect()
     truth = truth_of({1: 1, 2: 2, 3: 3})
     assert len(changes) == len(truth) == 147 + 94 + 72
@@ -216,3 +219,19 @@ def test_every_change_carries_the_transaction_and_commit_bronze_recorded_for_its
     for table in TABLES:
         typed = coordinates(built.lake.read(Table.gold(table)).collect())
         assert typed == {k: bronze[k] for k in typed}
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="the typed layout keeps every stored field: the @1..@5 fields file 3's carts rows filled before "
+    "file 2's DDL named them stay in shop__carts (empty) after the rebuild, so the table's schema "
+    "depends on the order the files arrived in",
+)
+def test_a_typed_tables_fields_do_not_depend_on_the_order_files_arrived_in(built: Lake) -> None:
+    first = built.read("shop__carts", "first").schema["after"].dataType.simpleString()
+    assert "@1:int" in first  # file 3 read before file 2: carts' columns had no names yet
+    # what a lakehouse built from files 1-3 at once holds
+    assert built.read("shop__carts", "late").schema["after"].dataType.simpleString() == (
+        "struct<customer_id:bigint,items:string,items__raw:binary,touched_at:timestamp,touched_at__raw:string,"
+        "id:bigint,product_id:bigint,qty:int,added_at:timestamp_ntz,added_at__raw:string>"
+    )
