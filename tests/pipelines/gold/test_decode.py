@@ -26,7 +26,7 @@ from pipelines.gold.decode import CONVERTERS, RAW_CONVERTERS
 from pipelines.gold.types import RAW_SUFFIX, conversion_of, spark_type, type_suffix
 from tests.fixtures.binlog_check import encode_text
 from tests.fixtures.recorder import PLUGIN_BINARY_TYPES
-from tests.fixtures.truth import VARIANTS, Variant, expected_images, load_variant
+from tests.fixtures.truth import FIXTURES, VARIANTS, Variant, expected_images, load_variant
 from tests.harness.corpus import corpus_path
 from tests.harness.typed import typed_matches
 from tests.pipelines.gold.inputs import SERVER, GoldInputs, ddl_history, gold_inputs
@@ -239,6 +239,21 @@ def test_a_rows_event_without_a_map_is_one_unknown_table_id_problem_and_no_row()
     assert problems[0]["path"] == "WRITE_ROWS_V1"
     assert problems[0]["gold_table"] is None
     assert {r["offset"] for r in out if r["kind"] == "change"} == {second["offset"]}
+
+
+def test_a_rows_event_cut_short_keeps_the_rows_before_the_damage_and_is_a_malformed_problem() -> None:
+    # as binlog_core's decoder does: the rows read before the row that failed are kept
+    inputs = gold_inputs([FIXTURES / "full" / "mysql-bin.000003"])
+    event = inputs.rows[0]
+    whole = [r for b in inputs.decode([event]) for r in b.to_pylist()]
+    cut = [r for b in inputs.decode([{**event, "body": event["body"][:-3]}]) for r in b.to_pylist()]
+    assert [(r["kind"], r["row_index"]) for r in whole] == [("change", 0), ("change", 1), ("change", 2)]
+    assert sorted((r["kind"], r["row_index"], r["code"], r["path"]) for r in cut if r["kind"] == "problem") == [
+        ("problem", None, "MALFORMED", "WRITE_ROWS_V1 -> row 2 -> col 3 b")
+    ]
+    kept = [r for r in cut if r["kind"] == "change"]
+    assert [(r["row_index"], r["after"]) for r in kept] == [(r["row_index"], r["after"]) for r in whole[:2]]
+    assert [r["problem_body"] for r in cut if r["kind"] == "problem"] == [event["body"][:-3]]
 
 
 @pytest.mark.parametrize("name", ["full", "compressed"])
