@@ -1,97 +1,158 @@
-"""Bronze- and silver-shaped inputs for gold tests, built from fixture binlogs.
+"""Gold's decoder inputs built from real binlog files, without a Spark session.
 
-The ``binlog_events`` rows are bronze's own framing of the file (``pipelines.bronze.framing``);
-each silver ``table_maps`` row carries the columns gold reads (``TABLE_MAP_COLUMNS``), decoded
-with ``binlog_core``.
+The rows events are bronze's own framing of a file (:func:`pipelines.bronze.framing.frame_file`),
+as the ``ROWS_INPUT`` rows gold reads; each TABLE_MAP becomes one :class:`pipelines.gold.decode.Plan`
+(keyed by its position), with the schema-history columns in force at it when the map carries no
+names -- the history replayed from the DDL of the files given, in order
+(:func:`pipelines.silver.history.replay_history`), as silver replays it.  The typed layout of each
+gold table is :func:`pipelines.gold.transforms.table_layout` over its maps' column versions in
+binlog order, as the gold stage builds it.
 """
 
 from __future__ import annotations
 
-import hashlib
-import os
-from collections.abc import Callable
-from datetime import UTC, datetime
+from collections import defaultdict
+from dataclasses import dataclass, field
+from decimal import Decimal
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import Any
 
-from pipelines.bronze.schema import BINLOG_EVENTS, BINLOG_FILES
-from pyspark.sql import SparkSession
+import pyarrow as pa
+from pyspark.sql.pandas.types import to_arrow_schema
+from pyspark.sql.types import StructType
 
+from binlog_core.columns import DecodeOptions
 from binlog_core.constants import EventType
 from binlog_core.event import FormatDescription
+from binlog_core.events import decode_body
+from binlog_core.events.query import QueryEvent, StatementKind
+from binlog_core.framing import iter_events
 from binlog_core.table_map import decode_table_map
-from pipelines.bronze.framing import EventRow, frame_file
-from pipelines.gold.stage import TABLE_MAP_COLUMNS
-from pipelines.progress import record_progress
-from pipelines.storage import Lakehouse, Layer, Table
+from pipelines.bronze.discover import sequence_of
+from pipelines.bronze.framing import EventRow, FileSummary, frame_file
+from pipelines.gold.decode import HISTORY_FIELDS, ROWS_INPUT, GoldDecoder, Plan, table_map_of
+from pipelines.gold.transforms import gold_table_name, table_layout
+from pipelines.gold.types import column_kind
+from pipelines.silver.history import names_at, replay_history
+
+SERVER = "srv"
 
 
-def _opener(path: Path) -> Callable[[], BinaryIO]:
-    def open_file() -> BinaryIO:
-        return path.open("rb")
-
-    return open_file
-
-
-def bronze_rows(path: Path) -> tuple[list[dict[str, Any]], list[dict[str, Any]], dict[str, Any]]:
-    """(binlog_events rows as bronze frames them, table_maps rows, binlog_files row) of one file."""
-    file, name = str(path), path.name
-    events = [row._asdict() for row in frame_file(_opener(path), file, name) if isinstance(row, EventRow)]
-    maps: list[dict[str, Any]] = []
-    for event in events:
-        if event["event_type"] != EventType.TABLE_MAP:
-            continue
-        tm = decode_table_map(event["body"], FormatDescription.from_json(event["format_description"]))
-        maps.append(
-            {
-                "file": file,
-                "file_name": name,
-                "offset": event["offset"],
-                "inner_index": event["inner_index"],
-                "table_id": tm.table_id,
-                "schema_name": tm.schema,
-                "table_name": tm.table,
-                "column_names": [c.name for c in tm.columns],
-                "body": event["body"],
-                "format_description": event["format_description"],
-            }
-        )
-    end = max(e["offset"] + e["event_size"] for e in events if e["inner_index"] is None)
-    files_row = {
-        "file": file,
-        "file_name": name,
-        "size": os.path.getsize(path),
-        "modification_time": datetime(2026, 1, 1, tzinfo=UTC),
-        "status": "complete",
-        "error_code": None,
-        "error_message": None,
-        "error_offset": None,
-        "framed_until": end,
-        "prefix_sha256": hashlib.sha256(path.read_bytes()[:end]).hexdigest(),
-        "event_count": len(events),
-        "server_id": None,
-        "server_version": None,
-        "flavor": "mariadb",
-        "binlog_version": 4,
-        "checksum_alg": None,
-        "first_timestamp": None,
-        "last_timestamp": None,
-    }
-    return events, maps, files_row
+def framed(path: Path) -> tuple[list[dict[str, Any]], FileSummary]:
+    """Bronze's event rows (dicts) and summary of one file."""
+    out = list(frame_file(lambda: path.open("rb"), str(path), path.name, size=path.stat().st_size))
+    summary = out[-1]
+    assert isinstance(summary, FileSummary)
+    return [row._asdict() for row in out if isinstance(row, EventRow)], summary
 
 
-def write_inputs(spark: SparkSession, lake: Lakehouse, paths: list[Path]) -> None:
-    """Write bronze ``binlog_events``/``binlog_files`` and silver ``table_maps`` for ``paths``, and
-    record silver as built for them."""
-    events: list[dict[str, Any]] = []
-    maps: list[dict[str, Any]] = []
-    files: list[dict[str, Any]] = []
+def ddl_history(paths: list[Path]) -> list[dict[str, Any]]:
+    """Schema-history rows of one server replayed from the DDL of ``paths`` (its files, in any order)."""
+    ddl = []
     for path in paths:
-        e, m, f = bronze_rows(path)
-        events += e
-        maps += m
-        files.append(f)
-    lake.overwrite(spark.createDataFrame(events, BINLOG_EVENTS), Table.bronze("binlog_events"))
-    lake.overwrite(spark.createDataFrame(files, BINLOG_FILES), Table.bronze("binlog_files"))
-    lake.overwrite(spark.createDataFrame(maps, TABLE_MAP_COLUMNS), Table.silver("table_maps"))
-    record_progress(lake, Layer.SILVER, [f["file"] for f in files])  # silver is done with them
+        with path.open("rb") as stream:
+            for event in iter_events(stream, path.name):
+                if event.type_code != EventType.QUERY:
+                    continue
+                body = decode_body(event)
+                if isinstance(body, QueryEvent) and body.kind == StatementKind.DDL:
+                    ddl.append(
+                        {
+                            "file": str(path),
+                            "offset": event.offset,
+                            "inner_index": event.inner_index,
+                            "sequence": sequence_of(path.name),
+                            "default_schema": body.schema or None,
+                            "statement": body.statement,
+                        }
+                    )
+    rows, _ = replay_history(None, ddl, [])
+    return rows
+
+
+@dataclass
+class GoldInputs:
+    """What the gold stage hands its decoder for some files: plans, layouts and the rows events."""
+
+    plans: dict[str, Plan]
+    tables: list[str]
+    images: list[StructType]
+    rows: list[dict[str, Any]]
+    """``ROWS_INPUT`` rows, in file order."""
+    kinds: dict[str, list[list[str]]] = field(default_factory=dict)
+    """Gold table -> the kinds of each of its plans' columns."""
+
+    def batch(self, rows: list[dict[str, Any]] | None = None) -> pa.RecordBatch:
+        schema = to_arrow_schema(ROWS_INPUT, timezone="UTC")
+        return pa.RecordBatch.from_pylist(self.rows if rows is None else rows, schema=schema)
+
+    def decoder(self, options: DecodeOptions | None = None) -> GoldDecoder:
+        return GoldDecoder(self.plans, self.images, self.tables, {r["file"]: SERVER for r in self.rows}, options)
+
+    def decode(self, rows: list[dict[str, Any]] | None = None) -> list[pa.RecordBatch]:
+        """The decoder's output batches for ``rows`` (all rows events by default), in one input batch."""
+        return list(self.decoder().decode_batch(self.batch(rows)))
+
+
+def map_key(file: str, offset: int, inner_index: int | None) -> str:
+    return f"{file}@{offset}#{-1 if inner_index is None else inner_index}"
+
+
+def gold_inputs(paths: list[Path], *, history: list[dict[str, Any]] | None = None) -> GoldInputs:
+    """The decoder inputs of ``paths`` (files of one server, in binlog order).
+
+    ``history``: schema-history rows naming the maps that carry no names (None: maps keep what they carry).
+    """
+    maps: list[tuple[str, bytes, str, tuple[tuple[Any, ...], ...] | None]] = []
+    rows: list[dict[str, Any]] = []
+    for path in paths:
+        events, summary = framed(path)
+        sequence = sequence_of(path.name)
+        for e in events:
+            if e["checksum_ok"] is False:
+                continue
+            fde = summary.format_descriptions[e["fde_offset"]]
+            if e["event_class"] == "table_map":
+                table_map = decode_table_map(e["body"], FormatDescription.from_json(fde))
+                columns = None
+                if history is not None and not table_map.has_names:
+                    found = names_at(
+                        history, table_map.schema, table_map.table, e["file"], e["offset"], e["inner_index"], sequence
+                    )
+                    if found is not None and len(found) == len(table_map.columns):
+                        columns = tuple(tuple(c[n] for n in HISTORY_FIELDS) for c in found)
+                maps.append((map_key(e["file"], e["offset"], e["inner_index"]), e["body"], fde, columns))
+            elif e["event_class"] == "rows":
+                micros = e["commit_timestamp"]
+                rows.append(
+                    {
+                        **{name: e[name] for name in ROWS_INPUT.names if name in e},
+                        "xid": None if e["xid"] is None else Decimal(e["xid"]),
+                        "commit_timestamp": micros,
+                        "plan_key": None
+                        if e["map_offset"] is None
+                        else map_key(e["file"], e["map_offset"], e["map_inner_index"]),
+                    }
+                )
+    versions: dict[str, list[tuple[list[str], list[str]]]] = defaultdict(list)
+    routed: list[tuple[str, bytes, str, Any, str, list[str], list[str]]] = []
+    for key, body, fde, columns in maps:
+        named = None if columns is None else [dict(zip(HISTORY_FIELDS, c, strict=True)) for c in columns]
+        table_map = table_map_of(body, fde, named)
+        names = [c.display_name for c in table_map.columns]
+        kinds = [column_kind(c) for c in table_map.columns]
+        table = gold_table_name(table_map.schema, table_map.table)
+        versions[table].append((names, kinds))
+        routed.append((key, body, fde, columns, table, names, kinds))
+    tables = sorted(versions)
+    layouts = {name: table_layout(versions[name]) for name in tables}
+    plans = {
+        key: Plan(body, fde, columns, tables.index(table), layouts[table].routes(names, kinds))
+        for key, body, fde, columns, table, names, kinds in routed
+    }
+    keys = set(plans)
+    assert all(r["plan_key"] in keys for r in rows if r["plan_key"] is not None)
+    kinds_of: dict[str, list[list[str]]] = defaultdict(list)
+    for _, _, _, _, table, _, kinds in routed:
+        kinds_of[table].append(kinds)
+    return GoldInputs(plans, tables, [layouts[n].struct_type() for n in tables], rows, dict(kinds_of))

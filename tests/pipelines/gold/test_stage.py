@@ -1,212 +1,237 @@
-"""The gold stage over real MariaDB binlogs, against the recorded truth and the file decoder.
+"""The gold stage over the sample binlogs, run as the pipeline runs it, while the input changes.
 
-Inputs: bronze ``binlog_events``/``binlog_files`` and silver ``table_maps`` of three fixture
-files -- every column type at its limits (``full`` file 1), DDL mid-stream (``full`` file 3)
-and MINIMAL row images (``minimal_image`` file 3) -- built with ``binlog_core`` in the shapes
-those layers store.  Gold is built and written once for the module.
+One lakehouse, four runs over one folder:
+
+1. sample files 1 and 3 (file 3 is NO_LOG: its ``carts`` and ``customers`` maps cannot be named
+   without file 2's DDL), all stages;
+2. file 2 arrives; bronze runs, then gold alone: silver has not built file 2 (nor rebuilt file 3),
+   so gold waits;
+3. silver and gold: silver builds file 2 and rebuilds file 3, gold decodes both;
+4. file 3 is rewritten in place (it now holds the bytes of sample file 4, which changes no
+   ``carts`` row): all stages; the rows file 3 held in ``shop__carts`` must go.
+
+Table versions after run 3 are kept, so tests read the lakehouse as it was then (Delta time travel).
 """
 
 from __future__ import annotations
 
-import json
+import dataclasses
+import io
+import os
+import shutil
+from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass
-from decimal import Decimal
 from pathlib import Path
+from typing import Any
 
 import pytest
-from pyspark.sql import Row, SparkSession
-from pyspark.sql import functions as F
+from pyspark.sql import DataFrame, Row, SparkSession
 
 from binlog_core.decoder import decode_file
-from binlog_core.render import render_change
-from conf import StorageSettings
-from conf.models import AppConfig
-from pipelines.gold.stage import GoldOutput, build_gold, write_gold
-from pipelines.progress import BINLOG_FILES_TABLE, record_progress
-from pipelines.storage import Lakehouse, Layer, Table
+from conf import AppConfig, InputSettings, StorageSettings
+from pipelines.run import RunReport, run, summary
+from pipelines.stage import Context
+from pipelines.storage import Lakehouse, Table
+from pipelines.tables import BINLOG_EVENTS, CHANGES, TABLE_ID_LIFECYCLE, Layer
 from tests.fixtures.recorder import Change
-from tests.fixtures.truth import Variant, change_table_mismatches, load_variant
+from tests.fixtures.truth import change_table_mismatches, load_variant
 from tests.harness.typed import typed_mismatches
-from tests.pipelines.gold.inputs import write_inputs
 
-FULL = load_variant("full")
-MINIMAL = load_variant("minimal_image")
-CHOSEN: list[tuple[Variant, list[str]]] = [
-    (FULL, ["mysql-bin.000001", "mysql-bin.000003"]),
-    (MINIMAL, ["mysql-bin.000003"]),
-]
-PATHS = [variant.directory / name for variant, names in CHOSEN for name in names]
+SAMPLE = load_variant("sample")
 ORDER = ["file", "offset", "inner_index", "row_index"]
+TABLES = ["shop__carts", "shop__customers", "shop__order_items", "shop__orders", "shop__products"]
+
+
+def name(number: int) -> str:
+    return f"mysql-bin.{number:06d}"
 
 
 @dataclass
-class Built:
-    lake: Lakehouse
+class Lake:
+    spark: SparkSession
     cfg: AppConfig
-    out: GoldOutput
-    changes: list[Row]
+    lake: Lakehouse
+    binlogs: Path
+    reports: dict[str, RunReport]
+    versions: dict[str, dict[str, int]]
+    """Table -> Delta version, after each run."""
+    progress: dict[str, dict[str, dict[str, Any]]]
+    """Gold progress rows by file, after each run."""
+    silver: dict[str, dict[str, dict[str, Any]]]
+    """Silver progress rows by file, after each run."""
+
+    def file(self, number: int) -> str:
+        return f"file:{self.binlogs / name(number)}"
+
+    def read(self, table: str, after: str) -> DataFrame:
+        """A gold table as it was after run ``after``."""
+        path = self.lake.path(Table.gold(table))
+        return self.spark.read.format("delta").option("versionAsOf", self.versions[after][table]).load(path)
+
+
+def ok(spark: SparkSession, cfg: AppConfig, stages: tuple[str, ...]) -> RunReport:
+    report = run(spark, cfg, stages, err=io.StringIO(), progress_every=None)
+    assert report.exit_code == 0, report
+    return report
+
+
+def versions_of(spark: SparkSession, lake: Lakehouse) -> dict[str, int]:
+    out = {}
+    for table in lake.tables(Layer.GOLD):
+        path = lake.path(Table.gold(table))
+        out[table] = spark.sql(f"DESCRIBE HISTORY delta.`{path}`").first()["version"]  # type: ignore[index]
+    return out
 
 
 @pytest.fixture(scope="module")
-def built(spark: SparkSession, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Built]:
+def built(spark: SparkSession, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lake]:
     root = tmp_path_factory.mktemp("gold_lake")
-    lake = Lakehouse(spark, StorageSettings(root=str(root), register_tables=False))
-    write_inputs(spark, lake, PATHS)
-    cfg = AppConfig.model_validate({"input": {"path": str(FULL.directory)}, "storage": {"root": str(root)}})
-    out = build_gold(spark, cfg, lake)
-    write_gold(lake, out)
-    changes = lake.read(Table.gold("changes")).orderBy(*ORDER).collect()
-    yield Built(lake, cfg, out, changes)
-    out.unpersist()
+    binlogs = root / "binlogs"
+    binlogs.mkdir()
+    for number in (1, 3):
+        shutil.copy(SAMPLE.directory / name(number), binlogs)
+    cfg = AppConfig(
+        input=InputSettings(path=str(binlogs)),
+        storage=StorageSettings(root=str(root / "lake"), register_tables=False),
+    )
+    lake = Lakehouse(spark, cfg.storage)
+    built = Lake(spark, cfg, lake, binlogs, {}, {}, {}, {})
+
+    def record(step: str, report: RunReport) -> None:
+        built.reports[step] = report
+        built.versions[step] = versions_of(spark, lake)
+        state = Context(spark, cfg, lake, step).state
+        built.progress[step], built.silver[step] = state.progress(Layer.GOLD), state.progress(Layer.SILVER)
+
+    record("first", ok(spark, cfg, ("bronze", "silver", "gold")))
+    shutil.copy(SAMPLE.directory / name(2), binlogs)
+    ok(spark, cfg, ("bronze",))
+    record("waiting", ok(spark, cfg, ("gold",)))
+    record("late", ok(spark, cfg, ("silver", "gold")))
+    rewritten = binlogs / name(3)
+    rewritten.write_bytes((SAMPLE.directory / name(4)).read_bytes())
+    os.utime(rewritten, (1_800_000_000, 1_800_000_000))
+    record("rewritten", ok(spark, cfg, ("bronze", "silver", "gold")))
+    yield built
 
 
-def _truth(variant: Variant, names: list[str]) -> list[Change]:
-    return [c for c in variant.changes if c.file in names]
-
-
-def _rows_of(built: Built, variant: Variant, names: list[str]) -> list[Row]:
-    paths = {str(variant.directory / n) for n in names}
-    return [r for r in built.changes if r.file in paths]
-
-
-def test_gold_builds_every_pending_file_and_one_table_per_source_table(built: Built) -> None:
-    assert built.out.files == sorted(str(p) for p in PATHS)
-    assert sorted(built.out.tables) == [
-        "fixture__t_binary",
-        "fixture__t_bityear",
-        "fixture__t_decimal",
-        "fixture__t_enumset",
-        "fixture__t_evolve",
-        "fixture__t_evolved",
-        "fixture__t_inet_uuid",
-        "fixture__t_int",
-        "fixture__t_json_geo",
-        "fixture__t_string",
-        "fixture__t_temporal",
+def truth_of(files: dict[int, int]) -> list[Change]:
+    """The recorded changes of the sample's files ``{number in the lake: number in the sample}``."""
+    return [
+        dataclasses.replace(c, file=name(lake))
+        for lake, sample in files.items()
+        for c in SAMPLE.changes
+        if c.file == name(sample)
     ]
-    assert built.lake.read(Table.bronze("quarantine")).where("stage = 'gold'").count() == 0
 
 
-def test_changes_agree_with_the_file_decoder_row_for_row(built: Built) -> None:
-    want = [render_change(c) for path in PATHS for item in decode_file(path) for c in item.rows]
-    got = [
-        {
-            "file": r.file_name,
-            "offset": r.offset,
-            "inner_index": r.inner_index,
-            "row_index": r.row_index,
-            "event_type": r.event_type,
-            "gtid": r.gtid,
-            "timestamp": int(r.event_timestamp.timestamp()),
-            "server_id": r.server_id,
-            "schema": r.schema_name,
-            "table": r.table_name,
-            "table_id": r.table_id,
-            "op": r.op,
-            "before": None if r.before is None else json.loads(r.before),
-            "after": None if r.after is None else json.loads(r.after),
-        }
-        for r in built.changes
-    ]
-    assert len(got) == len(want) == 20 + 61 + 20
-    assert got == want
+def test_gold_waits_for_files_silver_has_not_built(built: Lake) -> None:
+    report = built.reports["waiting"]
+    assert (report.files_built, report.waiting) == ({"gold": 0}, 1)
+    assert built.versions["waiting"] == built.versions["first"]  # nothing written
+    assert built.progress["waiting"] == built.progress["first"]
+    assert sorted(built.progress["first"]) == [built.file(1), built.file(3)]
 
 
-@pytest.mark.parametrize(("variant", "names"), CHOSEN, ids=["full", "minimal_image"])
-def test_changes_equal_the_recorded_truth_in_order_with_names_and_values(
-    built: Built, variant: Variant, names: list[str]
-) -> None:
-    assert change_table_mismatches(variant, _rows_of(built, variant, names), _truth(variant, names)) == []
+def test_once_silver_has_built_a_late_file_gold_holds_the_recorded_truth_of_every_file(built: Lake) -> None:
+    report = built.reports["late"]
+    assert (report.files_built, report.rebuilt) == ({"silver": 1, "gold": 2}, 1)  # file 2 built, file 3 again
+    lines = summary(built.spark, built.cfg, report).splitlines()
+    assert "    files resolved again (schema history changed): 1" in lines
+    assert "    files waiting for silver: 1" in summary(built.spark, built.cfg, built.reports["waiting"]).splitlines()
+    changes = built.read("changes", "late").orderBy(*ORDER).collect()
+    truth = truth_of({1: 1, 2: 2, 3: 3})
+    assert len(changes) == len(truth) == 147 + 94 + 72
+    assert change_table_mismatches(SAMPLE, changes, truth) == []
+    tables = {t: built.read(t, "late") for t in TABLES}
+    failures, checked = typed_mismatches(tables, changes, truth)
+    assert failures[:20] == []
+    assert checked > 2000
 
 
-def test_every_typed_value_is_the_recorded_value(built: Built) -> None:
-    names = ["mysql-bin.000001", "mysql-bin.000003"]
-    truth = _truth(FULL, names)
-    failures, checked = typed_mismatches(built.out.tables, _rows_of(built, FULL, names), truth)
-    assert failures == []
-    assert checked == sum(len(v) for t in truth for v in (t.before, t.after) if v is not None)
+def test_gold_progress_counts_each_files_rows_per_table_and_names_the_silver_build(built: Lake) -> None:
+    progress = built.progress["late"]
+    for number in (1, 2, 3):
+        assert progress[built.file(number)]["counts"] == dict(Counter(
+            f"shop__{c.shape.table}" for c in SAMPLE.changes if c.file == name(number)
+        ))  # fmt: skip
+    silver = built.silver["late"]
+    assert {f: row["built_from"] for f, row in progress.items()} == {f: silver[f]["run_id"] for f in progress}
+    assert silver[built.file(3)]["run_id"] == silver[built.file(2)]["run_id"] != silver[built.file(1)]["run_id"]
 
 
-def test_typed_tables_keep_zero_dates_recoverable_and_unsigned_values_exact(built: Built) -> None:
-    temporal = built.out.tables["fixture__t_temporal"].where("after.id = 1").select("after.*").first()
-    assert temporal is not None
-    assert (temporal.dt, temporal.dt__raw) == (None, "0000-00-00")
-    assert (temporal.dtm6, temporal.dtm6__raw) == (None, "0000-00-00 00:00:00.000000")
-    assert temporal.t6 == "00:00:00.000000"
-    partial = built.out.tables["fixture__t_temporal"].where("after.id = 4").select("after.*").first()
-    assert partial is not None
-    assert (partial.dt, partial.dt__raw, partial.dtm0__raw) == (None, "2020-00-15", "2020-00-00 12:34:56")
-    assert partial.t1 == "-00:00:01.5"
-    ints = built.out.tables["fixture__t_int"].where("after.id = 2").select("after.*").first()
-    assert ints is not None
-    assert (ints.ti_u, ints.i_u, ints.bi_u) == (255, 4294967295, Decimal("18446744073709551615"))
-    bits = built.out.tables["fixture__t_bityear"].where("after.id = 2").select("after.*").first()
-    assert bits is not None
-    assert (bits.b64, bits.y) == (-1, 2155)
+def test_a_rebuilt_file_no_longer_changing_a_table_leaves_no_rows_there(built: Lake) -> None:
+    report = built.reports["rewritten"]
+    assert report.files_built == {"bronze": 1, "silver": 1, "gold": 1}
+    file = built.file(3)
+    carts = built.lake.read(Table.gold("shop__carts"))
+    assert carts.where(f"file = '{file}'").count() == 0
+    assert built.read("shop__carts", "late").where(f"file = '{file}'").count() == 3  # before the rewrite
+    assert carts.count() == sum(1 for c in SAMPLE.changes if c.shape.table == "carts" and c.file != name(3))
+    now = built.lake.read(CHANGES).where(f"file = '{file}'").orderBy(*ORDER).collect()
+    assert change_table_mismatches(SAMPLE, now, truth_of({3: 4})) == []
+    per_table = {t: built.lake.read(Table.gold(t)).where(f"file = '{file}'").count() for t in TABLES}
+    assert per_table == {
+        "shop__carts": 0,
+        "shop__customers": 2,
+        "shop__order_items": 12,
+        "shop__orders": 23,
+        "shop__products": 16,
+    }
+    assert built.progress["rewritten"][file]["counts"] == {t: n for t, n in per_table.items() if n}
 
 
-def test_a_column_whose_type_changes_fills_a_new_field_and_history_stays(built: Built) -> None:
-    evolve = built.lake.read(Table.gold("fixture__t_evolve"))
-    after = evolve.schema["after"].dataType
-    assert after.simpleString() == (
-        "struct<id:int,a:int,b:string,b__raw:binary,c:date,c__raw:string,z:tinyint,m:string,m__raw:binary,"
-        "a__bigint:bigint,m2:string,m2__raw:binary,m3:string,m3__raw:binary>"
+def test_the_table_id_lifecycle_counts_the_row_changes_of_each_id(built: Lake) -> None:
+    decoded: Counter[tuple[str, int]] = Counter()
+    for number in (1, 2, 3):
+        for item in decode_file(built.binlogs / name(number)):
+            decoded.update((built.file(number), c.table_id) for c in item.rows)
+    lifecycle = {(r.file, r.table_id): r.rows for r in built.lake.read(TABLE_ID_LIFECYCLE).collect()}
+    assert set(decoded) <= set(lifecycle)
+    assert lifecycle == {key: decoded.get(key, 0) for key in lifecycle}
+
+
+def coordinates(rows: list[Row]) -> dict[tuple[str, int, int | None], tuple[Any, ...]]:
+    return {
+        (r.file, r.offset, r.inner_index): (
+            r.gtid,
+            r.xid,
+            r.trx_offset,
+            r.trx_inner_index,
+            r.commit_timestamp,
+            r.server_id,
+        )
+        for r in rows
+    }
+
+
+def test_every_change_carries_the_transaction_and_commit_bronze_recorded_for_its_event(built: Lake) -> None:
+    events = built.lake.read(BINLOG_EVENTS).where("event_class = 'rows'").collect()
+    bronze = coordinates(events)
+    seconds = {(r.file, r.offset, r.inner_index): r.timestamp for r in events}
+    changes = built.lake.read(CHANGES).collect()
+    got = coordinates(changes)
+    assert len(got) > 100
+    assert got == {k: bronze[k] for k in got}
+    assert all(int(r.event_timestamp.timestamp()) == seconds[(r.file, r.offset, r.inner_index)] for r in changes)
+    assert all(r.xid is not None and r.commit_timestamp is not None for r in changes)
+    for table in TABLES:
+        typed = coordinates(built.lake.read(Table.gold(table)).collect())
+        assert typed == {k: bronze[k] for k in typed}
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="the typed layout keeps every stored field: the @1..@5 fields file 3's carts rows filled before "
+    "file 2's DDL named them stay in shop__carts (empty) after the rebuild, so the table's schema "
+    "depends on the order the files arrived in",
+)
+def test_a_typed_tables_fields_do_not_depend_on_the_order_files_arrived_in(built: Lake) -> None:
+    first = built.read("shop__carts", "first").schema["after"].dataType.simpleString()
+    assert "@1:int" in first  # file 3 read before file 2: carts' columns had no names yet
+    # what a lakehouse built from files 1-3 at once holds
+    assert built.read("shop__carts", "late").schema["after"].dataType.simpleString() == (
+        "struct<customer_id:bigint,items:string,items__raw:binary,touched_at:timestamp,touched_at__raw:string,"
+        "id:bigint,product_id:bigint,qty:int,added_at:timestamp_ntz,added_at__raw:string>"
     )
-    full = evolve.where(F.col("file").contains("/full/")).orderBy(*ORDER)
-    values = [(r.a, r.a__bigint) for r in full.select("after.a", "after.a__bigint").collect()]
-    assert values[:4] == [(10, None), (20, None), (30, None), (40, None)]
-    assert any(a is None and big is not None for a, big in values)
-
-
-def test_minimal_images_name_their_absent_columns(built: Built) -> None:
-    evolve = built.lake.read(Table.gold("fixture__t_evolve")).where(F.col("file").contains("/minimal_image/"))
-    updates = evolve.where("op = 'update'").orderBy(*ORDER).select("absent_columns", "before.id", "before.b").first()
-    assert updates is not None
-    assert updates.id is not None and updates.b is None
-    assert "b" in updates.absent_columns.before
-
-
-def test_a_second_build_writes_nothing_new(built: Built, spark: SparkSession) -> None:
-    versions = {t: _version(spark, built.lake, t) for t in ("changes", "fixture__t_int")}
-    again = build_gold(spark, built.cfg, built.lake)
-    write_gold(built.lake, again)
-    again.unpersist()
-    assert again.files == []
-    assert {t: _version(spark, built.lake, t) for t in versions} == versions
-
-
-def test_a_file_pending_again_is_rebuilt_once_silver_has_it_to_the_same_rows_and_leaves_no_stale_rows(
-    built: Built, spark: SparkSession
-) -> None:
-    files = built.lake.read(BINLOG_FILES_TABLE)
-    target = str(PATHS[-1])
-    changed = files.withColumn(
-        "prefix_sha256", F.when(F.col("file") == target, F.lit("rewritten")).otherwise(F.col("prefix_sha256"))
-    )
-    built.lake.overwrite(changed.localCheckpoint(), BINLOG_FILES_TABLE)
-    # a table the file's previous content changed, which its new content no longer does
-    gone = built.lake.read(Table.gold("fixture__t_evolved")).where(F.col("file") == target)
-    built.lake.overwrite(
-        gone.withColumn("table_name", F.lit("t_gone")).localCheckpoint(), Table.gold("fixture__t_gone")
-    )
-    previous = built.lake.read(Table.gold("changes")).where(F.col("file") == target).limit(1)
-    built.lake.append(previous.withColumn("table_name", F.lit("t_gone")).localCheckpoint(), Table.gold("changes"))
-    assert build_gold(spark, built.cfg, built.lake).files == []  # silver has not rebuilt it yet: gold waits
-    record_progress(built.lake, Layer.SILVER, [target])
-    again = build_gold(spark, built.cfg, built.lake)
-    assert again.files == [target]
-    assert sorted(again.tables) == ["fixture__t_evolve", "fixture__t_evolved"]
-    assert again.stale_tables == ["fixture__t_gone"]
-    write_gold(built.lake, again)
-    again.unpersist()
-    assert built.lake.read(Table.gold("fixture__t_gone")).count() == 0
-    assert built.lake.read(Table.gold("changes")).orderBy(*ORDER).collect() == built.changes
-    evolve_rows = [t for v, n in CHOSEN for t in _truth(v, n) if t.shape.table == "t_evolve"]
-    assert built.lake.read(Table.gold("fixture__t_evolve")).count() == len(evolve_rows)
-    assert built.lake.read(Table(Layer.GOLD, "_progress")).count() == len(PATHS)
-
-
-def _version(spark: SparkSession, lake: Lakehouse, name: str) -> int:
-    path = Path(lake.path(Table.gold(name)))
-    return len(list((path / "_delta_log").glob("*.json")))

@@ -1,337 +1,185 @@
-"""Gold transforms on small hand-made frames: the table map in force, and the typed projection."""
+"""Gold transforms in Spark over real binlogs: the join to the map bronze recorded, the decode in
+``mapInArrow``, the projections into ``changes``, the typed tables and the quarantine; and the
+typed layout of a table whose columns change.
+"""
 
 from __future__ import annotations
 
-import datetime
-import json
 import re
+from collections import Counter
+from collections.abc import Iterator
+from datetime import UTC, datetime
 from decimal import Decimal
+from pathlib import Path
 from typing import Any
 
-from chispa import assert_df_equality
-from pipelines.bronze.schema import BINLOG_EVENTS
-from pipelines.gold.schema import CHANGES
-from pyspark.sql import SparkSession
-from pyspark.sql import functions as F
-from pyspark.sql.types import (
-    ArrayType,
-    BinaryType,
-    BooleanType,
-    DateType,
-    DecimalType,
-    FloatType,
-    IntegerType,
-    LongType,
-    StringType,
-    StructField,
-    StructType,
-    TimestampType,
-)
+import pytest
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql.pandas.types import from_arrow_schema
+from pyspark.sql.types import DecimalType, IntegerType, StringType, StructField, StructType, TimestampType
 
 from binlog_core.columns import DecodeOptions
-from binlog_core.constants import EventType
-from pipelines.gold.stage import TABLE_MAP_COLUMNS
 from pipelines.gold.transforms import (
     changes_of,
     decode_rows_events,
     gold_table_name,
-    maps_in_force,
     problems_of,
     rows_input,
     table_layout,
-    transaction_boundaries,
-    typed_changes,
-    with_commit_timestamps,
+    typed_of,
+    with_row_counts,
 )
-from tests.fixtures.truth import FIXTURES
-from tests.pipelines.gold.inputs import bronze_rows
+from pipelines.tables import BINLOG_EVENTS, CHANGES, QUARANTINE, TABLE_ID_LIFECYCLE, typed_change_table
+from tests.fixtures.truth import FIXTURES, load_variant
+from tests.harness.corpus import corpus_path
+from tests.pipelines.gold.inputs import SERVER, GoldInputs, framed, gold_inputs
 
-EVENTS = StructType(
-    [
-        StructField("file", StringType(), False),
-        StructField("offset", LongType(), False),
-        StructField("inner_index", IntegerType(), True),
-        StructField("event_type", IntegerType(), False),
-        StructField("table_id", LongType(), True),
-        StructField("statement_end", BooleanType(), True),
-        StructField("checksum_ok", BooleanType(), True),
-    ]
-)
-MAPS = StructType([EVENTS["file"], EVENTS["offset"], EVENTS["inner_index"], StructField("table_id", LongType())])
-
-FDE, MAP, ROWS = int(EventType.FORMAT_DESCRIPTION), int(EventType.TABLE_MAP), int(EventType.WRITE_ROWS)
+SAMPLE_2 = FIXTURES / "sample" / "mysql-bin.000002"
+PAYLOAD = "mysql-binlog-connector-rust/mysql-bin.000057"
+"""MySQL 8.0 with binlog_transaction_compression: TABLE_MAP and rows events inside TRANSACTION_PAYLOADs."""
 
 
-def test_the_map_in_force_is_the_last_of_its_id_not_ended_by_statement_end_or_a_description(
-    spark: SparkSession,
-) -> None:
-    events = [
-        ("f", 4, None, FDE, None, None, True),
-        ("f", 100, None, MAP, 1, None, True),
-        ("f", 200, None, ROWS, 1, False, True),  # -> map at 100
-        ("f", 300, None, ROWS, 1, True, True),  # -> map at 100, then every map ends
-        ("f", 400, None, ROWS, 1, False, True),  # -> none
-        ("f", 500, None, MAP, 1, None, False),  # checksum failed: not a map
-        ("f", 600, None, ROWS, 1, True, True),  # -> none
-        ("f", 700, None, MAP, 2, None, True),
-        ("f", 800, None, MAP, 1, None, True),
-        ("f", 810, None, ROWS, 1, False, True),  # -> map at 800 (not the one of id 2)
-        ("f", 820, None, ROWS, 1, True, False),  # checksum failed: ends nothing, gets nothing
-        ("f", 830, None, ROWS, 2, False, True),  # -> map at 700
-        ("f", 850, None, FDE, None, None, True),  # a new description ends every map
-        ("f", 900, None, ROWS, 2, True, True),  # -> none
-        ("f", 1000, None, 40, None, None, True),  # TRANSACTION_PAYLOAD and its inner events
-        ("f", 1000, 0, MAP, 3, None, None),
-        ("f", 1000, 1, ROWS, 3, True, None),  # -> map at 1000#0
-        ("f", 1000, 2, MAP, 3, None, None),
-        ("f", 1000, 3, ROWS, 3, True, None),  # -> map at 1000#2
-        ("g", 200, None, ROWS, 1, True, True),  # maps never cross files -> none
-    ]
-    maps = [(f, o, i, t) for f, o, i, e, t, _s, _c in events if e == MAP]
-    got = maps_in_force(spark.createDataFrame(events, EVENTS), spark.createDataFrame(maps, MAPS))
-    expected = spark.createDataFrame(
-        [
-            ("f", 200, None, -1, 100, -1),
-            ("f", 300, None, -1, 100, -1),
-            ("f", 400, None, -1, None, None),
-            ("f", 600, None, -1, None, None),
-            ("f", 810, None, -1, 800, -1),
-            ("f", 830, None, -1, 700, -1),
-            ("f", 900, None, -1, None, None),
-            ("f", 1000, 1, 1, 1000, 0),
-            ("f", 1000, 3, 3, 1000, 2),
-            ("g", 200, None, -1, None, None),
-        ],
-        "file string, offset long, inner_index int, inner_key int, map_offset long, map_inner_key int",
-    )
-    assert_df_equality(got, expected, ignore_row_order=True, ignore_nullable=True)
+def events_frame(spark: SparkSession, paths: list[Path]) -> tuple[DataFrame, list[dict[str, Any]]]:
+    """Bronze ``binlog_events`` rows of ``paths`` (bronze's framing) as a frame, and as dicts."""
+    rows = []
+    for path in paths:
+        events, _ = framed(path)
+        for e in events:
+            micros = e["commit_timestamp"]
+            rows.append(
+                {
+                    **e,
+                    "commit_timestamp": None if micros is None else datetime.fromtimestamp(micros / 1e6, UTC),
+                    "xid": None if e["xid"] is None else Decimal(e["xid"]),
+                    "run_id": "bronze-run",
+                }
+            )
+    return spark.createDataFrame(rows, BINLOG_EVENTS.schema), rows
 
 
-GTID, XID, QUERY = int(EventType.MARIADB_GTID), int(EventType.XID), int(EventType.QUERY)
-TIMED = StructType([*EVENTS.fields, StructField("timestamp", LongType(), False)])
-QUERIES = "file string, offset long, inner_index int, kind string, statement string, timestamp long"
-
-
-def test_a_change_commits_when_the_event_ending_its_transaction_was_written(spark: SparkSession) -> None:
-    events = [
-        ("f", 100, None, GTID, None, None, True, 10),
-        ("f", 200, None, ROWS, 1, True, True, 11),  # -> the XID at 300
-        ("f", 300, None, XID, None, None, True, 19),
-        ("f", 400, None, QUERY, None, None, True, 20),  # BEGIN
-        ("f", 500, None, ROWS, 1, True, True, 21),  # -> the COMMIT query at 600
-        ("f", 600, None, QUERY, None, None, True, 25),  # COMMIT
-        ("f", 700, None, QUERY, None, None, True, 30),  # XA START
-        ("f", 800, None, ROWS, 1, True, True, 31),  # -> XA END at 900
-        ("f", 900, None, QUERY, None, None, True, 33),  # XA END
-        ("f", 1000, None, 40, None, None, True, 40),  # TRANSACTION_PAYLOAD and its inner events
-        ("f", 1000, 0, GTID, None, None, None, 40),
-        ("f", 1000, 1, ROWS, 1, True, None, 40),  # -> the inner XID
-        ("f", 1000, 2, XID, None, None, None, 44),
-        ("f", 1100, None, XID, None, None, False, 50),  # checksum failed: ends nothing
-        ("f", 1200, None, GTID, None, None, True, 60),
-        ("f", 1300, None, ROWS, 1, True, True, 61),  # the file ends before its commit: null
-        ("g", 200, None, ROWS, 1, True, True, 70),  # nothing after it in its file: null
-        ("g", 300, None, GTID, None, None, True, 80),  # ... even if a later transaction begins
-        ("g", 400, None, XID, None, None, True, 90),
-    ]
-    queries = [
-        ("f", 400, None, "BEGIN", "BEGIN", 20),
-        ("f", 600, None, "COMMIT", "COMMIT", 25),
-        ("f", 700, None, "XA", "XA START X'01',X'',1", 30),
-        ("f", 900, None, "XA", "XA END X'01',X'',1", 33),
-    ]
-    boundaries = transaction_boundaries(spark.createDataFrame(events, TIMED), spark.createDataFrame(queries, QUERIES))
-    rows = [e for e in events if e[3] == ROWS]
-    changes = spark.createDataFrame(
-        [
-            _change(0, "insert", None, "{}", file=f, offset=o, inner_index=i, commit_timestamp=None)
-            for f, o, i, *_ in rows
-        ],
-        CHANGES,
-    )
-    got = changes.transform(with_commit_timestamps(boundaries)).select(
-        "file", "offset", "inner_index", F.unix_timestamp("commit_timestamp").alias("committed")
-    )
-    expected = spark.createDataFrame(
-        [
-            ("f", 200, None, 19),
-            ("f", 500, None, 25),
-            ("f", 800, None, 33),
-            ("f", 1000, 1, 44),
-            ("f", 1300, None, None),
-            ("g", 200, None, None),
-        ],
-        "file string, offset long, inner_index int, committed long",
-    )
-    assert_df_equality(got, expected, ignore_row_order=True, ignore_nullable=True)
-
-
-NAMES_V1 = ["id", "amount", "created", "note", "flags", "vec", "raw"]
-KINDS_V1 = [
-    "int:decimal(20,0)",
-    "decimal:decimal(5,2)",
-    "timestamp:timestamp",
-    "text:string",
-    "bit:bigint",
-    "vector:array<float>",
-    "binary:binary",
-]
-NAMES_V2 = ["id", "amount", "born"]
-KINDS_V2 = ["int:decimal(20,0)", "decimal:string", "date:date"]
-
-
-def _change(row_index: int, op: str, before: str | None, after: str | None, **more: Any) -> dict[str, Any]:
-    base: dict[str, Any] = {
-        "file": "s3a://b/mysql-bin.000001",
-        "file_name": "mysql-bin.000001",
-        "offset": 1000,
-        "inner_index": None,
-        "row_index": row_index,
-        "event_type": "WRITE_ROWS",
-        "gtid": "0-1-7",
-        "commit_timestamp": datetime.datetime(2024, 1, 2, 3, 4, 5),
-        "event_timestamp": datetime.datetime(2024, 1, 2, 3, 4, 1),
-        "server_id": 1,
-        "schema_name": "shop",
-        "table_name": "orders",
-        "table_id": 42,
-        "op": op,
-        "before": before,
-        "after": after,
-        "absent_before": None if before is None else [],
-        "absent_after": None if after is None else [],
-        "undecoded_before": None if before is None else [],
-        "undecoded_after": None if after is None else [],
-        "column_names": NAMES_V1,
-        "column_kinds": KINDS_V1,
+@pytest.mark.corpus
+def test_each_rows_event_gets_the_plan_of_the_map_bronze_recorded_for_it(spark: SparkSession) -> None:
+    events, rows = events_frame(spark, [SAMPLE_2, corpus_path(PAYLOAD)])
+    maps = [r for r in rows if r["event_class"] == "table_map"]
+    dropped = maps[3]  # as if it had not decoded: silver has no row for it
+    keys = spark.createDataFrame(
+        [(m["file"], m["offset"], m["inner_index"], f"plan@{m['offset']}#{m['inner_index']}") for m in maps
+         if m is not dropped],
+        "file string, offset long, inner_index int, plan_key string",
+    )  # fmt: skip
+    got = {
+        (r.file, r.offset, r.inner_index): r.plan_key
+        for r in rows_input(events.where("event_class = 'rows'"), keys).collect()
     }
-    base.update(more)
-    return base
+    rows_events = [r for r in rows if r["event_class"] == "rows"]
+    expected = {
+        (r["file"], r["offset"], r["inner_index"]): None
+        if (r["map_offset"], r["map_inner_index"]) == (dropped["offset"], dropped["inner_index"])
+        and r["file"] == dropped["file"]
+        else f"plan@{r['map_offset']}#{r['map_inner_index']}"
+        for r in rows_events
+    }
+    assert got == expected
+    assert Counter(v is None for v in got.values()) == {False: len(rows_events) - dropped["rows_events"], True: 1}
+    assert any(k[2] is not None for k, v in got.items() if v is not None)  # inner events joined on their index
 
 
-def test_typed_projection_converts_each_value_and_keeps_what_does_not_fit_in_raw(spark: SparkSession) -> None:
-    changes = spark.createDataFrame(
+@pytest.fixture(scope="module")
+def decoded(spark: SparkSession) -> Iterator[tuple[GoldInputs, DataFrame]]:
+    """The rows events of sample file 2 decoded in Spark; the first one without a map in force."""
+    inputs = gold_inputs([SAMPLE_2])
+    rows = [{**inputs.rows[0], "plan_key": None}, *inputs.rows[1:]]
+    frame = spark.createDataFrame(
         [
-            _change(
-                0,
-                "insert",
-                None,
-                '{"id": 18446744073709551615, "amount": "-12.50", "created": "2024-02-29 23:59:59.125", '
-                '"note": "naïve", "flags": 18446744073709551615, "vec": [1.5, -2.0], "raw": "hex:00ff"}',
-            ),
-            _change(
-                1,
-                "update",
-                '{"id": 1, "amount": "0.00", "created": "0000-00-00 00:00:00", "note": "hex:ff", "flags": 1, '
-                '"vec": null, "raw": "hex:"}',
-                '{"id": 1, "created": "2020-00-15 10:00:00"}',
-                undecoded_before=["note"],
-                absent_after=["amount", "note", "flags", "vec", "raw"],
-            ),
-            _change(
-                2,
-                "delete",
-                '{"id": 2, "amount": "123456789012345678901234567890123456789.5", "born": "0000-00-00"}',
-                None,
-                column_names=NAMES_V2,
-                column_kinds=KINDS_V2,
-            ),
+            {
+                **r,
+                "commit_timestamp": None
+                if r["commit_timestamp"] is None
+                else datetime.fromtimestamp(r["commit_timestamp"] / 1e6, UTC),
+            }
+            for r in rows
         ],
-        CHANGES,
+        from_arrow_schema(inputs.batch(rows).schema),
     )
-    layout = table_layout([(NAMES_V1, KINDS_V1), (NAMES_V2, KINDS_V2)])
-    got = changes.transform(typed_changes(layout)).select("row_index", "before", "after", "absent_columns")
-    image = StructType(
+    out = frame.transform(
+        decode_rows_events(inputs.plans, inputs.images, inputs.tables, {str(SAMPLE_2): SERVER}, DecodeOptions())
+    ).persist()
+    yield inputs, out
+    out.unpersist()
+
+
+def test_changes_hold_every_decoded_row_change_with_the_changes_columns(decoded: tuple[GoldInputs, DataFrame]) -> None:
+    inputs, out = decoded
+    changes = out.transform(changes_of("gold-run"))
+    assert changes.columns == CHANGES.names
+    rows = changes.collect()
+    truth = [c for c in load_variant("sample").changes if c.file == SAMPLE_2.name]
+    first = inputs.rows[0]
+    lost = [r for b in inputs.decode([first]) for r in b.to_pylist() if r["kind"] == "change"]
+    assert len(lost) >= 1
+    assert len(rows) == len(truth) - len(lost)
+    assert all(r.offset != first["offset"] for r in rows)
+    assert {r.run_id for r in rows} == {"gold-run"} and {r.server for r in rows} == {SERVER}
+
+
+def test_each_typed_table_gets_its_own_tables_rows_in_its_own_struct(decoded: tuple[GoldInputs, DataFrame]) -> None:
+    inputs, out = decoded
+    counts = {}
+    for index, name in enumerate(inputs.tables):
+        spec = typed_change_table(name, inputs.images[index])
+        typed = out.transform(typed_of(index, spec, "gold-run"))
+        assert typed.columns == spec.names
+        assert typed.schema["after"].dataType == inputs.images[index]
+        counts[name] = typed.count()
+    changes = out.transform(changes_of("gold-run")).groupBy("schema_name", "table_name").count().collect()
+    assert counts == {gold_table_name(r.schema_name, r.table_name): r["count"] for r in changes}
+    assert sorted(counts) == ["shop__carts", "shop__customers", "shop__order_items", "shop__orders", "shop__products"]
+
+
+def test_a_rows_event_without_a_map_becomes_one_gold_quarantine_row(decoded: tuple[GoldInputs, DataFrame]) -> None:
+    inputs, out = decoded
+    first = inputs.rows[0]
+    rows = out.transform(problems_of("gold-run")).collect()
+    assert [(r.stage, r.file, r.offset, r.event_type_name, r.code, r.severity, r.run_id) for r in rows] == [
+        ("gold", str(SAMPLE_2), first["offset"], "UPDATE_ROWS_V1", "UNKNOWN_TABLE_ID", "error", "gold-run")
+    ]
+    assert bytes(rows[0].body) == first["body"]
+    assert list(rows[0].asDict()) == QUARANTINE.names
+
+
+def test_lifecycle_rows_are_the_changes_counted_per_id_and_zero_for_an_id_without_any(spark: SparkSession) -> None:
+    lifecycle = spark.createDataFrame(
         [
-            StructField("id", DecimalType(20, 0)),
-            StructField("amount", DecimalType(5, 2)),
-            StructField("created", TimestampType()),
-            StructField("created__raw", StringType()),
-            StructField("note", StringType()),
-            StructField("note__raw", BinaryType()),
-            StructField("flags", LongType()),
-            StructField("vec", ArrayType(FloatType())),
-            StructField("raw", BinaryType()),
-            StructField("amount__string", StringType()),
-            StructField("born", DateType()),
-            StructField("born__raw", StringType()),
+            ("f1", "mysql-bin.000001", 10, ["shop.orders"], 4, 900, 2, 5, None, ["x"], False, False, "s"),
+            ("f1", "mysql-bin.000001", 11, ["shop.items"], 50, 700, 1, 0, None, ["y"], False, False, "s"),
+            ("f2", "mysql-bin.000002", 10, ["shop.orders"], 4, 300, 1, 1, None, ["x"], False, False, "s"),
+        ],
+        TABLE_ID_LIFECYCLE.schema,
+    )
+    counts = spark.createDataFrame([("f1", 10, 7), ("f2", 10, 3)], "file string, table_id long, counted long")
+    out = lifecycle.transform(with_row_counts(counts))
+    assert out.columns == TABLE_ID_LIFECYCLE.names
+    assert sorted((r.file, r.table_id, r.rows) for r in out.collect()) == [("f1", 10, 7), ("f1", 11, 0), ("f2", 10, 3)]
+
+
+def test_a_changed_type_gets_its_own_field_and_a_stored_table_keeps_its_fields() -> None:
+    layout = table_layout(
+        [
+            (["id", "a", "at"], ["int:int", "int:int", "datetime:timestamp_ntz"]),
+            (["id", "a", "at"], ["int:int", "int:bigint", "timestamp:timestamp"]),  # MODIFY a BIGINT, at TIMESTAMP
+            (["id", "a"], ["int:int", "int:bigint"]),  # DROP COLUMN at: its fields stay
         ]
     )
-    names = ArrayType(StringType())
-    schema = StructType(
-        [
-            StructField("row_index", IntegerType()),
-            StructField("before", image),
-            StructField("after", image),
-            StructField("absent_columns", StructType([StructField("before", names), StructField("after", names)])),
-        ]
+    assert layout.struct_type().simpleString() == (
+        "struct<id:int,a:int,at:timestamp_ntz,at__raw:string,a__bigint:bigint,at__timestamp:timestamp,"
+        "at__timestamp__raw:string>"
     )
-    nothing_v2 = (None, None)  # born, born__raw
-    expected = spark.createDataFrame(
-        [
-            (
-                0,
-                None,
-                (
-                    Decimal("18446744073709551615"),
-                    Decimal("-12.50"),
-                    datetime.datetime(2024, 2, 29, 23, 59, 59, 125000),
-                    None,
-                    "naïve",
-                    None,
-                    -1,
-                    [1.5, -2.0],
-                    b"\x00\xff",
-                    None,
-                    *nothing_v2,
-                ),
-                (None, []),
-            ),
-            (
-                1,
-                (
-                    Decimal(1),
-                    Decimal("0.00"),
-                    None,
-                    "0000-00-00 00:00:00",
-                    None,
-                    b"\xff",
-                    1,
-                    None,
-                    b"",
-                    None,
-                    None,
-                    None,
-                ),
-                (Decimal(1), None, None, "2020-00-15 10:00:00", None, None, None, None, None, None, None, None),
-                ([], ["amount", "note", "flags", "vec", "raw"]),
-            ),
-            (
-                2,
-                (
-                    Decimal(2),
-                    None,
-                    None,
-                    None,
-                    None,
-                    None,
-                    None,
-                    None,
-                    None,
-                    "123456789012345678901234567890123456789.5",
-                    None,
-                    "0000-00-00",
-                ),
-                None,
-                ([], None),
-            ),
-        ],
-        schema,
+    assert layout.routes(["id", "a"], ["int:int", "int:bigint"]) == ((0, None), (4, None))
+    assert layout.routes(["id", "a", "at"], ["int:int", "int:int", "datetime:timestamp_ntz"]) == (
+        (0, None),
+        (1, None),
+        (2, 3),
     )
-    assert_df_equality(got, expected, ignore_nullable=True)
-
-
-def test_a_stored_table_keeps_its_field_names_and_types() -> None:
     stored = StructType(
         [
             StructField("id", IntegerType()),
@@ -340,38 +188,16 @@ def test_a_stored_table_keeps_its_field_names_and_types() -> None:
             StructField("when__raw", StringType()),
         ]
     )
-    layout = table_layout(
-        [(["id", "price", "qty"], ["int:bigint", "decimal:decimal(10,2)", "int:int"])],
-        stored,
-    )
-    assert layout.struct_type().simpleString() == (
+    again = table_layout([(["id", "price", "qty"], ["int:bigint", "decimal:decimal(10,2)", "int:int"])], stored)
+    assert again.struct_type().simpleString() == (
         "struct<id:int,price:decimal(10,2),when:timestamp,when__raw:string,id__bigint:bigint,qty:int>"
     )
-    assert [(f.name, f.sources) for f in layout.fields] == [
-        ("id", ()),
-        ("price", (("price", "decimal:decimal(10,2)"),)),
-        ("when", ()),
-        ("id__bigint", (("id", "int:bigint"),)),
-        ("qty", (("qty", "int:int"),)),
-    ]
 
 
-def test_rows_events_without_a_map_in_force_are_quarantined_and_never_guessed(spark: SparkSession) -> None:
-    events, maps, _files = bronze_rows(FIXTURES / "full" / "mysql-bin.000003")
-    first_rows = next(e for e in events if e["event_type"] == int(EventType.WRITE_ROWS_V1))
-    first_map = next(m for m in maps if m["table_id"] == first_rows["table_id"])
-    without = [m for m in maps if m is not first_map]
-    decoded = rows_input(
-        spark.createDataFrame(events, BINLOG_EVENTS), spark.createDataFrame(without, TABLE_MAP_COLUMNS)
-    ).transform(decode_rows_events(DecodeOptions()))
-    problems = decoded.transform(problems_of).collect()
-    assert [(p.stage, p.offset, p.code, p.severity, p.event_type_name) for p in problems] == [
-        ("gold", first_rows["offset"], "UNKNOWN_TABLE_ID", "error", "WRITE_ROWS_V1")
-    ]
-    assert problems[0].body == first_rows["body"]
-    changes = decoded.transform(changes_of)
-    assert changes.where(F.col("offset") == first_rows["offset"]).count() == 0
-    assert changes.count() == 20 - 3  # the other rows events of the file decode as before
+def test_a_column_no_field_can_hold_is_refused_never_coerced() -> None:
+    stored = StructType([StructField("a", IntegerType()), StructField("a__bigint", StringType())])
+    with pytest.raises(ValueError, match="column 'a': no field fits kind 'int:bigint'"):
+        table_layout([(["a"], ["int:bigint"])], stored)
 
 
 def test_tables_mysql_tells_apart_never_share_a_gold_table() -> None:
@@ -381,30 +207,3 @@ def test_tables_mysql_tells_apart_never_share_a_gold_table() -> None:
     assert len(set(names)) == len(pairs)
     assert all(re.fullmatch(r"[a-z0-9_]+", name) for name in names)
     assert names[3].startswith("shop__orders__h") and gold_table_name("shop", "Orders") == names[3]
-
-
-def test_a_json_document_fills_the_typed_field_and_json_diffs_its_raw_companion(spark: SparkSession) -> None:
-    diffs = '{"json_diffs": [{"op": "REPLACE", "path": "$.age", "value": "26"}]}'
-    names, kinds = ["id", "doc"], ["int:int", "json:string"]
-    changes = spark.createDataFrame(
-        [
-            _change(0, "insert", None, '{"id": 1, "doc": "{\\"age\\": 25}"}', column_names=names, column_kinds=kinds),
-            _change(
-                1,
-                "update",
-                '{"id": 1}',
-                '{"id": 1, "doc": ' + diffs + "}",
-                column_names=names,
-                column_kinds=kinds,
-                undecoded_after=["doc"],
-                absent_before=["doc"],
-            ),
-        ],
-        CHANGES,
-    )
-    layout = table_layout([(names, kinds)])
-    got = changes.transform(typed_changes(layout)).orderBy("row_index").select("after.*").collect()
-    assert [tuple(r) for r in got] == [
-        (1, '{"age": 25}', None),
-        (1, None, json.dumps(json.loads(diffs), separators=(",", ":"))),
-    ]

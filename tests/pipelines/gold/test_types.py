@@ -16,6 +16,7 @@ from pyspark.sql.types import (
     LongType,
     ShortType,
     StringType,
+    TimestampNTZType,
     TimestampType,
 )
 
@@ -48,8 +49,8 @@ CASES: list[tuple[Column, str, DataType]] = [
     (_column(ColumnType.FLOAT), "float:float", FloatType()),
     (_column(ColumnType.DOUBLE), "double:double", DoubleType()),
     (_column(ColumnType.TIMESTAMP2, fsp=6), "timestamp:timestamp", TimestampType()),
-    (_column(ColumnType.DATETIME2, fsp=0), "timestamp:timestamp", TimestampType()),
-    (_column(ColumnType.DATETIME), "timestamp:timestamp", TimestampType()),
+    (_column(ColumnType.DATETIME2, fsp=0), "datetime:timestamp_ntz", TimestampNTZType()),  # a wall-clock value
+    (_column(ColumnType.DATETIME), "datetime:timestamp_ntz", TimestampNTZType()),
     (_column(ColumnType.TIMESTAMP), "timestamp:timestamp", TimestampType()),
     (_column(ColumnType.DATE), "date:date", DateType()),
     (_column(ColumnType.TIME2, fsp=3), "time:string", StringType()),
@@ -81,6 +82,7 @@ def test_each_column_type_maps_to_its_spark_type(column: Column, kind: str, data
 
 def test_zero_dates_undecodable_text_and_json_diffs_get_a_raw_companion_and_nothing_else_does() -> None:
     assert raw_type("timestamp:timestamp") == StringType()
+    assert raw_type("datetime:timestamp_ntz") == StringType()
     assert raw_type("date:date") == StringType()
     assert raw_type("text:string") == BinaryType()
     assert raw_type("json:string") == StringType()
@@ -91,3 +93,4 @@ def test_a_changed_type_names_its_field_by_the_new_type() -> None:
     assert type_suffix("decimal:decimal(12,2)") == "__decimal_12_2"
     assert type_suffix("int:bigint") == "__bigint"
     assert type_suffix("vector:array<float>") == "__array_float"
+    assert type_suffix("datetime:timestamp_ntz") == "__timestamp_ntz"

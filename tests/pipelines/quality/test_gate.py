@@ -1,21 +1,26 @@
-"""A gate applies each check's action: configured overrides, disabled checks, quarantine rows for failing files."""
+"""A gate applies each check's action to the pandas fact frames a stage built: configured overrides,
+disabled checks, quarantine rows for failing files (no Spark session)."""
 
 from __future__ import annotations
 
 from typing import get_args
 
-from pyspark.sql import SparkSession
+import pandas as pd
 
 from conf.models import CheckName, QualitySettings
 from pipelines.quality.gate import GateOutcome, gate_code, run_gate
 from pipelines.quality.gx import CheckResult
 from pipelines.quality.rules import RULES
+from pipelines.tables import GATE_RESULTS, QUARANTINE
 
 F1, F2 = "file:/in/mysql-bin.000001", "file:/in/mysql-bin.000002"
 RULE = {r.name: r for r in RULES}
-BRONZE_FACTS = (
-    "file string, offset_gaps int, unexplained_tail int, checksum_failures int, unreadable int, unknown_events int"
-)
+
+
+def bronze_facts(*rows: tuple[str, int, int, int, int, int]) -> pd.DataFrame:
+    return pd.DataFrame(
+        rows, columns=["file", "offset_gaps", "unexplained_tail", "checksum_failures", "unreadable", "unknown_events"]
+    )
 
 
 def test_a_failed_quarantine_check_gives_each_failing_file_a_quarantine_row() -> None:
@@ -30,22 +35,25 @@ def test_a_failed_quarantine_check_gives_each_failing_file_a_quarantine_row() ->
         ],
     )
 
-    rows = outcome.quarantine_rows()
+    rows = outcome.quarantine_rows("run-7")
 
     assert outcome.quarantined == ["checksums_verified"]
-    assert [(r["stage"], r["file"], r["file_name"], r["code"], r["severity"], r["offset"]) for r in rows] == [
-        ("bronze", F1, "mysql-bin.000001", "GATE_CHECKSUMS_VERIFIED", "error", None),
-        ("bronze", F2, "mysql-bin.000002", "GATE_CHECKSUMS_VERIFIED", "error", None),
+    assert [
+        (r["stage"], r["file"], r["file_name"], r["code"], r["severity"], r["offset"], r["run_id"]) for r in rows
+    ] == [
+        ("bronze", F1, "mysql-bin.000001", "GATE_CHECKSUMS_VERIFIED", "error", None, "run-7"),
+        ("bronze", F2, "mysql-bin.000002", "GATE_CHECKSUMS_VERIFIED", "error", None, "run-7"),
     ]
     assert rows[0]["message"] == (
         "quality gate bronze/checksums_verified failed: checksum_failures = 2; " + rule.description
     )
+    assert list(rows[0]) == QUARANTINE.names
 
 
 def test_a_failed_check_of_the_whole_run_quarantines_no_file() -> None:
     rule = RULE["ddl_parse_coverage"]
     outcome = GateOutcome("silver", [(CheckResult(rule, False, "1 of 1 rows fail", "[]", ({"x": 0.5},)), "quarantine")])
-    assert (outcome.quarantined, outcome.quarantine_rows()) == (["ddl_parse_coverage"], [])
+    assert (outcome.quarantined, outcome.quarantine_rows("run-1")) == (["ddl_parse_coverage"], [])
 
 
 def test_gate_codes_are_the_rule_names_in_upper_case() -> None:
@@ -56,13 +64,13 @@ def test_gate_codes_are_the_rule_names_in_upper_case() -> None:
     ]
 
 
-def test_configured_actions_override_the_defaults_and_disabled_checks_are_not_run(spark: SparkSession) -> None:
-    facts = spark.createDataFrame([(F1, 2, 0, 1, 0, 1), (F2, 0, 0, 0, 1, 0)], BRONZE_FACTS)
+def test_configured_actions_override_the_defaults_and_disabled_checks_are_not_run() -> None:
+    facts = bronze_facts((F1, 2, 0, 1, 0, 1), (F2, 0, 0, 0, 1, 0))
     settings = QualitySettings(
         actions={"offset_contiguity": "warn", "known_event_types": "fail"}, disabled=["file_fully_framed"]
     )
 
-    outcome = run_gate(spark, "bronze", {"files": facts}, settings)
+    outcome = run_gate("bronze", {"files": facts}, settings)
 
     assert [(r.rule.name, r.success, action) for r, action in outcome.results] == [
         ("offset_contiguity", False, "warn"),
@@ -72,16 +80,40 @@ def test_configured_actions_override_the_defaults_and_disabled_checks_are_not_ru
     ]
     assert outcome.failed == ["known_event_types"]
     assert outcome.quarantined == ["checksums_verified", "bad_files"]
-    assert [(r["file"], r["code"]) for r in outcome.quarantine_rows()] == [
+    assert [(r["file"], r["code"]) for r in outcome.quarantine_rows("run-1")] == [
         (F1, "GATE_CHECKSUMS_VERIFIED"),
         (F2, "GATE_BAD_FILES"),
     ]
-    assert [row["check"] for row in outcome.rows("run-1")] == [
+    results = outcome.rows("run-1")
+    assert [row["check"] for row in results] == [
         "offset_contiguity",
         "checksums_verified",
         "bad_files",
         "known_event_types",
     ]
+    assert list(results[0]) == GATE_RESULTS.names
+
+
+def test_clean_facts_pass_every_check_of_each_gate_with_its_default_action() -> None:
+    facts = {
+        "bronze": {"files": bronze_facts((F1, 0, 0, 0, 0, 0), (F2, 0, 0, 0, 0, 0))},
+        "silver": {
+            "files": pd.DataFrame([(F1, 0, 0)], columns=["file", "unmapped_rows_events", "ids_reused_for_other_table"]),
+            "run": pd.DataFrame([{"ddl_parsed_share": 1.0, "ddl_statements": 0}]),
+        },
+        "gold": {
+            "files": pd.DataFrame(
+                [(F1, 0, 0, 0)],
+                columns=["file", "unreconciled_rows_events", "op_image_mismatches", "unknown_table_events"],
+            )
+        },
+    }
+    for gate, frames in facts.items():
+        outcome = run_gate(gate, frames, QualitySettings())
+        assert [(r.rule.name, r.success, a) for r, a in outcome.results] == [
+            (rule.name, True, rule.action) for rule in RULES if rule.gate == gate
+        ]
+        assert (outcome.failed, outcome.quarantined) == ([], [])
 
 
 def test_the_configuration_names_exactly_the_rules_there_are() -> None:

@@ -1,11 +1,14 @@
-"""Silver transforms on small hand-built frames: in-force ranges, lifecycle flags, shapes, resolved columns."""
+"""Silver transforms on small frames: lifecycle, the columns resolved at a map's position, plan keys,
+map columns as history columns, trusted events and quarantine rows.
+
+Positions are those of one server's binlog: ``mysql-bin.1000000`` follows ``mysql-bin.999999``
+(the sequence number decides, not the path).
+"""
 
 from __future__ import annotations
 
 from typing import Any
 
-from chispa.dataframe_comparer import assert_df_equality
-from pipelines.silver.schema import HISTORY_COLUMN, SCHEMA_HISTORY
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.types import (
     ArrayType,
@@ -17,100 +20,16 @@ from pyspark.sql.types import (
     StructType,
 )
 
-from pipelines.silver.transforms import lifecycle, resolve_columns, shape_changes, with_in_force
+from pipelines.silver.transforms import lifecycle, map_history_columns, quarantine_of, resolve_columns, trusted
+from pipelines.tables import HISTORY_COLUMN, QUARANTINE, SCHEMA_HISTORY, TABLE_ID_LIFECYCLE
 
-FD, TABLE_MAP, WRITE_ROWS, UPDATE_ROWS = 15, 19, 30, 31
-
-EVENTS = StructType(
-    [
-        StructField("file", StringType()),
-        StructField("offset", LongType()),
-        StructField("inner_index", IntegerType()),
-        StructField("event_type", IntegerType()),
-        StructField("table_id", LongType()),
-        StructField("statement_end", BooleanType()),
-        StructField("checksum_ok", BooleanType()),
-    ]
-)
-MAPS = StructType(
-    [
-        StructField("file", StringType()),
-        StructField("offset", LongType()),
-        StructField("inner_index", IntegerType()),
-        StructField("table_id", LongType()),
-    ]
-)
-RANGES = StructType(
-    [
-        StructField("file", StringType()),
-        StructField("offset", LongType()),
-        StructField("inner_index", IntegerType()),
-        StructField("in_force_until", LongType()),
-        StructField("in_force_until_inner_index", IntegerType()),
-        StructField("ended_by", StringType()),
-        StructField("rows_events", LongType()),
-    ]
-)
+A, B, C = "/l/mysql-bin.999999", "/l/mysql-bin.1000000", "/m/mysql-bin.000007"
+SEQUENCE = {A: 999999, B: 1000000, C: 7}
+S1, S2 = "/l/mysql-bin", "/m/mysql-bin"
 
 
 def frame(spark: SparkSession, rows: list[tuple[Any, ...]], schema: StructType) -> DataFrame:
     return spark.createDataFrame(rows, schema)
-
-
-def test_maps_end_at_statement_end_at_a_replacing_map_and_at_format_description(spark: SparkSession) -> None:
-    a, b = "s3a://logs/mysql-bin.000001", "s3a://logs/mysql-bin.000002"
-    events = [
-        (a, 4, None, FD, None, None, True),
-        (a, 100, None, TABLE_MAP, 10, None, True),
-        (a, 150, None, TABLE_MAP, 11, None, True),
-        (a, 200, None, WRITE_ROWS, 10, False, True),
-        (a, 250, None, WRITE_ROWS, 11, True, True),  # ends both maps of the statement, still reads with 11
-        (a, 300, None, TABLE_MAP, 10, None, True),
-        (a, 350, None, UPDATE_ROWS, 10, False, True),
-        (a, 400, None, TABLE_MAP, 10, None, True),  # replaces the map at 300
-        (a, 450, None, UPDATE_ROWS, 10, True, True),
-        (a, 500, None, TABLE_MAP, 12, None, True),
-        (a, 600, None, FD, None, None, True),  # a new FORMAT_DESCRIPTION ends every map
-        (a, 650, None, WRITE_ROWS, 12, True, True),  # no map in force: counted nowhere
-        (a, 700, None, TABLE_MAP, 12, None, True),
-        (a, 720, None, WRITE_ROWS, 12, True, False),  # checksum failed: skipped like the decoder does
-        # the same table id in another file, inside a compressed transaction payload
-        (b, 120, None, 40, None, None, True),
-        (b, 120, 0, TABLE_MAP, 10, None, True),
-        (b, 120, 1, WRITE_ROWS, 10, False, True),
-        (b, 120, 2, WRITE_ROWS, 10, True, True),
-        (b, 300, None, WRITE_ROWS, 10, True, True),  # after the end of b's map: unmapped
-    ]
-    maps = [(e[0], e[1], e[2], e[4]) for e in events if e[3] == TABLE_MAP]
-    out = frame(spark, maps, MAPS).transform(with_in_force(frame(spark, events, EVENTS)))
-    expected = [
-        (a, 100, None, 250, None, "statement_end", 1),
-        (a, 150, None, 250, None, "statement_end", 1),
-        (a, 300, None, 400, None, "replaced", 1),
-        (a, 400, None, 450, None, "statement_end", 1),
-        (a, 500, None, 600, None, "format_description", 0),
-        (a, 700, None, None, None, None, 0),
-        (b, 120, 0, 120, 2, "statement_end", 2),
-    ]
-    assert_df_equality(
-        out.select(*RANGES.fieldNames()),
-        frame(spark, expected, RANGES),
-        ignore_row_order=True,
-        ignore_nullable=True,
-    )
-
-
-def test_a_map_that_did_not_decode_leaves_the_previous_mapping_in_force(spark: SparkSession) -> None:
-    f = "/data/mysql-bin.000009"
-    events = [
-        (f, 100, None, TABLE_MAP, 7, None, True),
-        (f, 200, None, TABLE_MAP, 7, None, True),  # not in the maps frame: it failed to decode
-        (f, 300, None, WRITE_ROWS, 7, True, True),
-    ]
-    out = frame(spark, [(f, 100, None, 7)], MAPS).transform(with_in_force(frame(spark, events, EVENTS)))
-    assert [tuple(r) for r in out.select(*RANGES.fieldNames()).collect()] == [
-        (f, 100, None, 300, None, "statement_end", 1)
-    ]
 
 
 LIFECYCLE_IN = StructType(
@@ -124,47 +43,30 @@ LIFECYCLE_IN = StructType(
         StructField("fingerprint", StringType()),
         StructField("in_force_until", LongType()),
         StructField("rows_events", LongType()),
+        StructField("run_id", StringType()),
     ]
 )
-LIFECYCLE_OUT = StructType(
-    [
-        StructField("file", StringType()),
-        StructField("table_id", LongType()),
-        StructField("tables", ArrayType(StringType())),
-        StructField("first_offset", LongType()),
-        StructField("last_offset", LongType()),
-        StructField("maps", LongType()),
-        StructField("rows_events", LongType()),
-        StructField("rows", LongType()),
-        StructField("fingerprints", ArrayType(StringType())),
-        StructField("reused_for_other_table", BooleanType()),
-        StructField("reused_for_other_shape", BooleanType()),
-    ]
-)
+LIFECYCLE_OUT = [n for n in TABLE_ID_LIFECYCLE.names if n != "file_name"]
 
 
 def test_lifecycle_flags_an_id_reused_for_another_table_or_shape_within_one_file_only(spark: SparkSession) -> None:
     a, b = "/logs/bin.000001", "/logs/bin.000002"
     maps = [
-        (a, "bin.000001", 100, 10, "shop", "orders", "f1", 300, 2),
-        (a, "bin.000001", 400, 10, "shop", "orders", "f1", 500, 1),
-        (a, "bin.000001", 900, 10, "shop", "items", "f9", None, 0),  # same id, another table (after FLUSH)
-        (a, "bin.000001", 150, 11, "shop", "users", "u1", 300, 1),
-        (a, "bin.000001", 600, 11, "shop", "users", "u2", 700, 4),  # same id and table, ALTERed shape
-        (b, "bin.000002", 120, 10, "shop", "orders", "f1", 200, 3),  # id 10 again: another file, never mixed
+        (a, "bin.000001", 100, 10, "shop", "orders", "f1", 300, 2, "r1"),
+        (a, "bin.000001", 400, 10, "shop", "orders", "f1", 500, 1, "r1"),
+        (a, "bin.000001", 900, 10, "shop", "items", "f9", None, 0, "r1"),  # same id, another table (after FLUSH)
+        (a, "bin.000001", 150, 11, "shop", "users", "u1", 300, 1, "r1"),
+        (a, "bin.000001", 600, 11, "shop", "users", "u2", 700, 4, "r1"),  # same id and table, ALTERed shape
+        (b, "bin.000002", 120, 10, "shop", "orders", "f1", 200, 3, "r1"),  # id 10 again: another file, never mixed
     ]
     out = lifecycle(frame(spark, maps, LIFECYCLE_IN))
+    assert out.columns == TABLE_ID_LIFECYCLE.names
     expected = [
-        (a, 10, ["shop.items", "shop.orders"], 100, 900, 3, 3, None, ["f1", "f9"], True, True),
-        (a, 11, ["shop.users"], 150, 700, 2, 5, None, ["u1", "u2"], False, True),
-        (b, 10, ["shop.orders"], 120, 200, 1, 3, None, ["f1"], False, False),
+        (a, 10, ["shop.items", "shop.orders"], 100, 900, 3, 3, None, ["f1", "f9"], True, True, "r1"),
+        (a, 11, ["shop.users"], 150, 700, 2, 5, None, ["u1", "u2"], False, True, "r1"),
+        (b, 10, ["shop.orders"], 120, 200, 1, 3, None, ["f1"], False, False, "r1"),
     ]
-    assert_df_equality(
-        out.select(*LIFECYCLE_OUT.fieldNames()),
-        frame(spark, expected, LIFECYCLE_OUT),
-        ignore_row_order=True,
-        ignore_nullable=True,
-    )
+    assert sorted(tuple(r) for r in out.select(*LIFECYCLE_OUT).collect()) == expected
 
 
 MAP_COLUMN = StructType(
@@ -177,86 +79,199 @@ MAP_COLUMN = StructType(
         StructField("collation", StringType()),
     ]
 )
-NAMED_MAPS = StructType(
+MAPS = StructType(
     [
+        StructField("server", StringType()),
+        StructField("sequence", LongType()),
         StructField("file", StringType()),
         StructField("offset", LongType()),
         StructField("inner_index", IntegerType()),
         StructField("schema_name", StringType()),
         StructField("table_name", StringType()),
-        StructField("fingerprint", StringType()),
         StructField("column_count", IntegerType()),
         StructField("column_names", ArrayType(StringType())),
         StructField("columns", ArrayType(MAP_COLUMN)),
+        StructField("primary_key", ArrayType(IntegerType())),
+        StructField("shape_key", StringType()),
     ]
 )
 
 
-def _map(file: str, offset: int, table: str, fingerprint: str, names: list[str] | None, count: int) -> tuple[Any, ...]:
-    columns = [(i + 1, n, "int", True, None, None) for i, n in enumerate(names or [None] * count)]
-    return (file, offset, None, "db", table, fingerprint, count, names, columns)
-
-
-def test_shape_changes_keep_the_first_map_of_each_run_of_one_fingerprint_across_files(spark: SparkSession) -> None:
-    a, b = "/l/bin.000001", "/l/bin.000002"
-    maps = [
-        _map(a, 100, "t", "f1", ["id"], 1),
-        _map(a, 200, "t", "f1", ["id"], 1),
-        _map(a, 300, "t", "f2", ["id", "x"], 2),
-        _map(b, 50, "t", "f2", ["id", "x"], 2),
-        _map(b, 90, "t", "f1", ["id"], 1),  # back to the first shape: a change again
-        _map(b, 95, "u", "g1", None, 1),  # no names: says nothing about the shape
-    ]
-    out = shape_changes(frame(spark, maps, NAMED_MAPS)).select("file", "offset", "fingerprint", "columns")
-    rows = out.orderBy("file", "offset").collect()
-    assert [(r.file, r.offset, r.fingerprint, [c.name for c in r.columns]) for r in rows] == [
-        (a, 100, "f1", ["id"]),
-        (a, 300, "f2", ["id", "x"]),
-        (b, 90, "f1", ["id"]),
-    ]
+def _map(
+    file: str,
+    offset: int,
+    table: str,
+    count: int,
+    names: list[str] | None = None,
+    shape_key: str = "k",
+    server: str = S1,
+    primary_key: tuple[int, ...] = (),
+) -> tuple[Any, ...]:
+    columns = [(i + 1, n, "int unsigned", True, None, None) for i, n in enumerate(names or [None] * count)]
+    key = list(primary_key)
+    return (server, SEQUENCE[file], file, offset, None, "shop", table, count, names, columns, key, shape_key)
 
 
 def _version(
-    table: str, version: int, file: str | None, offset: int | None, names: list[str] | None, source: str
+    table: str, version: int, start: tuple[str, int] | None, end: tuple[str, int] | None, names: list[str] | None
 ) -> tuple[Any, ...]:
-    columns = None if names is None else [(i + 1, n, "int", True, None, None) for i, n in enumerate(names)]
-    return ("db", table, version, file, offset, None, columns, source, None, None)
+    columns = None if names is None else [(i + 1, n, "int", True, None, None, None, None) for i, n in enumerate(names)]
+    source = "seed" if start is None else "ddl"
+    start_at = (None, None, None, None) if start is None else (SEQUENCE[start[0]], start[0], start[1], None)
+    end_at = (None, None, None, None) if end is None else (SEQUENCE[end[0]], end[0], end[1], None)
+    server = S2 if start is not None and start[0] == C else S1
+    return (server, "shop", table, version, *start_at, *end_at, columns, source, None, None, "r0")
 
 
-def test_resolved_columns_are_the_maps_own_else_the_history_version_in_force_with_a_matching_count(
+HISTORY = [
+    _version("t", 1, None, (A, 500), ["id", "a"]),
+    _version("t", 2, (A, 500), (B, 100), ["id", "a", "b"]),
+    _version("t", 3, (B, 100), (B, 300), None),  # dropped
+    _version("t", 4, (B, 300), None, ["k"]),  # re-created
+    _version("u", 1, (A, 100), (A, 300), ["p", "q"]),
+    _version("u", 2, (A, 300), None, ["p", "r"]),  # RENAME COLUMN q TO r
+    _version("t", 1, (C, 10), None, ["x", "y"]),  # another server's table of the same name
+]
+
+
+def resolved(spark: SparkSession, maps: list[tuple[Any, ...]]) -> list[tuple[Any, ...]]:
+    history = frame(spark, HISTORY, SCHEMA_HISTORY.schema)
+    out = frame(spark, maps, MAPS).transform(resolve_columns(history))
+    rows = out.orderBy("server", "sequence", "offset").collect()
+    return [(r.file, r.offset, r.resolved_column_names, r.names_source, r.history_version) for r in rows]
+
+
+def test_maps_without_names_take_the_columns_of_their_servers_version_in_force_with_a_matching_count(
     spark: SparkSession,
 ) -> None:
-    a, b = "/l/bin.000001", "/l/bin.000002"
-    history = frame(
+    got = resolved(
         spark,
         [
-            _version("t", 1, None, None, ["id", "a"], "seed"),
-            _version("t", 2, a, 500, ["id", "a", "b"], "ddl"),
-            _version("t", 3, b, 100, None, "ddl"),  # dropped
-            _version("t", 4, b, 300, ["k"], "ddl"),  # re-created
+            _map(A, 400, "t", 2),  # the seed version
+            _map(A, 500, "t", 3),  # the ALTER's own position: its version holds from there
+            _map(A, 700, "t", 4),  # column count differs from the version in force: unresolved
+            _map(B, 100, "t", 3),  # the DROP's position
+            _map(B, 200, "t", 3),  # after the DROP
+            _map(B, 400, "t", 1),  # the re-created table (B follows A: sequence 1000000 > 999999)
+            _map(B, 600, "other", 1),  # a table the history does not know
+            _map(C, 5, "t", 2, server=S2),  # before the other server's CREATE: S1's seed does not apply
+            _map(C, 20, "t", 2, server=S2),  # the other server's own version
         ],
-        SCHEMA_HISTORY,
     )
-    maps = [
-        _map(a, 400, "t", "f1", None, 2),  # seed version in force
-        _map(a, 600, "t", "f2", None, 3),  # after the ALTER
-        _map(a, 700, "t", "f3", None, 4),  # column count differs from the version in force: unresolved
-        _map(b, 200, "t", "f2", None, 3),  # after the DROP: unresolved
-        _map(b, 400, "t", "f4", None, 1),  # the re-created table
-        _map(b, 500, "t", "f5", ["k2", "v"], 2),  # the map's own names win
-        _map(b, 600, "other", "o1", None, 1),  # a table the history does not know
-    ]
-    out = frame(spark, maps, NAMED_MAPS).transform(resolve_columns(history))
-    got = [(r.file, r.offset, r.resolved_column_names, r.names_source) for r in out.orderBy("file", "offset").collect()]
     assert got == [
-        (a, 400, ["id", "a"], "seed"),
-        (a, 600, ["id", "a", "b"], "ddl"),
-        (a, 700, None, None),
-        (b, 200, None, None),
-        (b, 400, ["k"], "ddl"),
-        (b, 500, ["k2", "v"], "table_map"),
-        (b, 600, None, None),
+        (A, 400, ["id", "a"], "seed", 1),
+        (A, 500, ["id", "a", "b"], "ddl", 2),
+        (A, 700, None, None, None),
+        (B, 100, None, None, None),
+        (B, 200, None, None, None),
+        (B, 400, ["k"], "ddl", 4),
+        (B, 600, None, None, None),
+        (C, 5, None, None, None),
+        (C, 20, ["x", "y"], "ddl", 1),
     ]
-    resolved_type = out.schema["resolved_columns"].dataType
-    assert isinstance(resolved_type, ArrayType) and isinstance(resolved_type.elementType, StructType)
-    assert resolved_type.elementType.fieldNames() == HISTORY_COLUMN.fieldNames()
+
+
+def test_a_map_with_its_own_names_keeps_them_with_its_own_types_and_key(spark: SparkSession) -> None:
+    history = frame(spark, HISTORY, SCHEMA_HISTORY.schema)
+    maps = [
+        _map(B, 500, "t", 2, ["k2", "v"], primary_key=(1,)),  # FULL metadata: the history is not asked
+        _map(B, 510, "other", 1, ["only"]),  # names but no key: the map tells there is none
+        _map(B, 520, "other", 1),  # no names, no key: the key is unknown
+    ]
+    out = frame(spark, maps, MAPS).transform(resolve_columns(history)).orderBy("offset").collect()
+    assert [(r.resolved_column_names, r.names_source, r.history_version) for r in out] == [
+        (["k2", "v"], "table_map", None),
+        (["only"], "table_map", None),
+        (None, None, None),
+    ]
+    assert [c.asDict() for c in out[0].resolved_columns] == [
+        {
+            "position": 1,
+            "name": "k2",
+            "type": "int unsigned",
+            "nullable": True,
+            "charset": None,
+            "collation": None,
+            "default": None,
+            "primary_key": True,
+        },
+        {
+            "position": 2,
+            "name": "v",
+            "type": "int unsigned",
+            "nullable": True,
+            "charset": None,
+            "collation": None,
+            "default": None,
+            "primary_key": False,
+        },
+    ]
+    assert [c.primary_key for c in out[1].resolved_columns] == [False]
+    element = frame(spark, maps, MAPS).select(map_history_columns().alias("c")).schema["c"].dataType
+    assert isinstance(element, ArrayType) and element.elementType == HISTORY_COLUMN
+
+
+def test_plan_keys_are_equal_exactly_when_shape_and_resolved_columns_are(spark: SparkSession) -> None:
+    history = frame(spark, HISTORY, SCHEMA_HISTORY.schema)
+    maps = [
+        _map(A, 200, "u", 2, shape_key="su"),  # (p, q)
+        _map(A, 400, "u", 2, shape_key="su"),  # (p, r): another plan
+        _map(B, 50, "u", 2, shape_key="su"),  # (p, r) in the next file, another table id: the same plan
+        _map(A, 250, "u", 2, shape_key="su2"),  # (p, q) but another shape: another plan
+        _map(B, 60, "u", 2, ["p", "r"], shape_key="su"),  # own names: types differ from the history's
+    ]
+    out = frame(spark, maps, MAPS).transform(resolve_columns(history)).collect()
+    plan = {(r.file, r.offset): r.plan_key for r in out}
+    assert plan[(A, 400)] == plan[(B, 50)]
+    assert len({plan[(A, 200)], plan[(A, 400)], plan[(A, 250)], plan[(B, 60)]}) == 4
+    assert all(len(key) == 32 for key in plan.values())
+
+
+EVENTS = StructType(
+    [
+        StructField("file", StringType()),
+        StructField("offset", LongType()),
+        StructField("checksum_ok", BooleanType()),
+    ]
+)
+
+
+def test_trusted_events_are_those_whose_checksum_did_not_fail(spark: SparkSession) -> None:
+    events = frame(spark, [(A, 4, True), (A, 100, None), (A, 200, False)], EVENTS)
+    assert [r.offset for r in trusted(events).orderBy("offset").collect()] == [4, 100]
+
+
+DECODED = StructType(
+    [
+        StructField("file", StringType()),
+        StructField("file_name", StringType()),
+        StructField("offset", LongType()),
+        StructField("inner_index", IntegerType()),
+        StructField("event_type_name", StringType()),
+        StructField("problem_code", StringType()),
+        StructField("problem_severity", StringType()),
+        StructField("problem_path", StringType()),
+        StructField("problem_message", StringType()),
+        StructField("body", StringType()),
+    ]
+)
+
+
+def test_decoder_rows_with_a_problem_become_silver_quarantine_rows(spark: SparkSession) -> None:
+    decoded = frame(
+        spark,
+        [
+            (A, "mysql-bin.999999", 100, None, "TABLE_MAP", None, None, None, None, "ok"),
+            (A, "mysql-bin.999999", 200, None, "TABLE_MAP", "MALFORMED", "error", "column 3", "runs past", "b1"),
+            (A, "mysql-bin.999999", 300, 2, "QUERY", "UNKNOWN_OPTIONAL_METADATA", "warning", None, "kept", "b2"),
+        ],
+        DECODED,
+    )
+    rows = quarantine_of(decoded.withColumn("body", decoded.body.cast("binary")), "run-9").collect()
+    assert [tuple(r) for r in rows] == [
+        ("silver", A, "mysql-bin.999999", 200, None, "TABLE_MAP", "MALFORMED", "error", "column 3", "runs past",
+         bytearray(b"b1"), "run-9"),
+        ("silver", A, "mysql-bin.999999", 300, 2, "QUERY", "UNKNOWN_OPTIONAL_METADATA", "warning", None, "kept",
+         bytearray(b"b2"), "run-9"),
+    ]  # fmt: skip
+    assert list(rows[0].asDict()) == QUARANTINE.names
