@@ -49,6 +49,7 @@ SHORT: dict[Exit, str] = {
 }
 """What the summary's first line says of each code."""
 
+
 def readme_table() -> str:
     """The README's exit-code table (Markdown)."""
     return "\n".join(["| Code | Meaning |", "|---|---|", *(f"| `{int(code)}` | {MEANINGS[code]} |" for code in Exit)])

@@ -249,7 +249,8 @@ class Lakehouse:
                 self.write(write)
             return
         with ThreadPoolExecutor(max_workers=parallel, thread_name_prefix="delta-write") as pool:
-            futures = [pool.submit(inheritable_thread_target(self.write), write) for write in writes]
+            target = inheritable_thread_target(self.spark)(self.write)
+            futures = [pool.submit(target, write) for write in writes]
         for future in futures:
             future.result()
 

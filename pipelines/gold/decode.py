@@ -8,8 +8,9 @@ columns lands in its gold table's typed images.  Events decode independently of 
 of the file they come from, so Spark can spread them over any partitioning.  The result is what
 :class:`binlog_core.decoder.BinlogDecoder` produces for the same event, row for row:
 
-* a rows event whose header does not decode, or which has no table map in force
-  (``UNKNOWN_TABLE_ID``), or whose rows do not decode, yields one ``problem`` and no rows;
+* a rows event whose header does not decode, or which has no table map in force, or one whose
+  body did not decode (``UNKNOWN_TABLE_ID``), yields one ``problem`` and no rows; one whose rows
+  stop decoding keeps the rows before the damage, with the ``problem``;
 * warnings (text kept as bytes) yield a ``problem`` of severity ``warning`` and the rows.
 
 One decode gives both renderings of a row change: the JSON text of ``changes`` (the values as
@@ -70,8 +71,10 @@ ROWS_INPUT = StructType(
         StructField("trx_inner_index", _INT, True),
         StructField("commit_timestamp", TimestampType(), True),
         StructField("table_id", _LONG, True),
+        StructField("map_offset", _LONG, True),  # the TABLE_MAP in force (bronze): null when none is
+        StructField("map_inner_index", _INT, True),
         StructField("body", BinaryType(), False),
-        StructField("plan_key", _STR, True),  # null: no TABLE_MAP in force
+        StructField("plan_key", _STR, True),  # null: no TABLE_MAP in force, or its body did not decode
     ]
 )
 """A rows event with the plan of the table map in force: what the distributed decoder reads."""
@@ -349,12 +352,15 @@ class GoldDecoder:
         types = batch.column("event_type").to_pylist()
         keys = batch.column("plan_key").to_pylist()
         table_ids = batch.column("table_id").to_pylist()
+        maps = zip(batch.column("map_offset").to_pylist(), batch.column("map_inner_index").to_pylist(), strict=True)
         out: dict[int, _Rows] = {}
-        for i, (body, type_code, key, table_id) in enumerate(zip(bodies, types, keys, table_ids, strict=True)):
+        for i, (body, type_code, key, table_id, at) in enumerate(
+            zip(bodies, types, keys, table_ids, maps, strict=True)
+        ):
             problems: list[BinlogError] = []
             try:
                 if key is None:
-                    raise UnknownTableIdError(f"table id {table_id} has no TABLE_MAP in force in this file")
+                    raise UnknownTableIdError(_no_map(table_id, *at))
                 ready = self.ready(key)
                 header = decode_rows_header(body, type_code, ready.fde)
                 pairs = decode_rows(header, ready.plan, problems)
@@ -444,6 +450,15 @@ class GoldDecoder:
             mask = pa.array([image is None for image in images], type=pa.bool_())
             sides.append(pa.StructArray.from_arrays(children, fields=list(image_type), mask=mask))
         return pa.StructArray.from_arrays(sides, fields=list(struct_type))
+
+
+def _no_map(table_id: int | None, offset: int | None, inner_index: int | None) -> str:
+    """Why a rows event has no plan: no TABLE_MAP in force, or one whose body did not decode
+    (the words :class:`binlog_core.decoder.BinlogDecoder` uses)."""
+    if offset is None:
+        return f"table id {table_id} has no TABLE_MAP in force in this file"
+    inner = "" if inner_index is None else f"#{inner_index}"
+    return f"table id {table_id}: the TABLE_MAP in force (at {offset}{inner}) did not decode"
 
 
 def _typed(image: Row | None, ready: _Ready) -> list[Any] | None:

@@ -50,7 +50,7 @@ class GateOutcome:
     def quarantine_rows(self, run_id: str) -> list[dict[str, object]]:
         """``quarantine`` rows (bronze ``QUARANTINE`` columns) of every file failing a quarantine check.
 
-        >>> outcome.quarantine_rows()[0]["code"], outcome.quarantine_rows()[0]["message"]
+        >>> outcome.quarantine_rows(run_id)[0]["code"], outcome.quarantine_rows(run_id)[0]["message"]
         ('GATE_CHECKSUMS_VERIFIED', 'quality gate bronze/checksums_verified failed: checksum_failures = 2; ...')
         """
         rows: list[dict[str, object]] = []

@@ -73,10 +73,15 @@ def _event(row: dict[str, Any], fde_text: str) -> Event:
 
 def shape_key(body: bytes, fde_text: str) -> str:
     """A hash of what a TABLE_MAP's rows decode with, past its table id: the body after the id, and
-    the FORMAT_DESCRIPTION (the table id differs from file to file; the plan does not)."""
-    id_len = 4 if description(fde_text).post_header_len(EventType.TABLE_MAP) == 6 else 6
+    what of the FORMAT_DESCRIPTION decoding reads (flavor, server version, binlog version,
+    post-header lengths; not its creation time): the table id and the description's time differ
+    from file to file, the plan does not."""
+    fde = description(fde_text)
+    id_len = 4 if fde.post_header_len(EventType.TABLE_MAP) == 6 else 6
     digest = hashlib.sha256(body[id_len:])
-    digest.update(fde_text.encode())
+    digest.update(f"{fde.flavor.name}|{fde.server_version}|{fde.binlog_version}|".encode())
+    digest.update(fde.post_header_lengths)
+    digest.update(fde.type_permutation or b"")
     return digest.hexdigest()[:32]
 
 

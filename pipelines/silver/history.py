@@ -1,7 +1,7 @@
 """Schema history: each table's column list version by version (no Spark here).
 
-:func:`replay_history` merges the three sources in binlog order (files by path, then offset,
-then inner index; a seed snapshot before everything):
+:func:`replay_history` merges the three sources of one server in binlog order (files by their
+sequence number, then path, then offset and inner index; a seed snapshot before everything):
 
 * ``seed``: the user's ``SHOW CREATE TABLE`` snapshot (``silver.seed_path``), version 1 of the
   tables it lists;

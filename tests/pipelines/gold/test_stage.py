@@ -221,12 +221,6 @@ def test_every_change_carries_the_transaction_and_commit_bronze_recorded_for_its
         assert typed == {k: bronze[k] for k in typed}
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="the typed layout keeps every stored field: the @1..@5 fields file 3's carts rows filled before "
-    "file 2's DDL named them stay in shop__carts (empty) after the rebuild, so the table's schema "
-    "depends on the order the files arrived in",
-)
 def test_a_typed_tables_fields_do_not_depend_on_the_order_files_arrived_in(built: Lake) -> None:
     first = built.read("shop__carts", "first").schema["after"].dataType.simpleString()
     assert "@1:int" in first  # file 3 read before file 2: carts' columns had no names yet

@@ -273,11 +273,6 @@ def test_a_rows_event_with_no_map_in_force_is_reported_by_gold_as_the_decoder_re
     assert want[0][1].endswith("has no TABLE_MAP in force in this file")
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="gold cannot tell a map that did not decode from no map: its message says 'has no TABLE_MAP in "
-    "force in this file' where the decoder (and binlog-dump) say 'the TABLE_MAP in force (at N) did not decode'",
-)
 def test_a_rows_event_whose_map_did_not_decode_is_reported_by_gold_as_the_decoder_reports_it(
     damaged: Damaged,
 ) -> None:

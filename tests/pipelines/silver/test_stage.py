@@ -486,11 +486,6 @@ def test_maps_of_one_shape_in_different_files_share_a_plan_key(seeded: Seeded) -
     assert len({next(iter(plans[t])) for t in both}) == 3
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="shape_key hashes the whole FORMAT_DESCRIPTION JSON, create_timestamp included: the first "
-    "file after a server start (create_timestamp set) gets other plan keys for the same shapes",
-)
 def test_maps_of_one_shape_share_a_plan_key_across_the_first_file_after_a_server_start(whole: Whole) -> None:
     orders = (
         whole.lake.read(TABLE_MAPS)
