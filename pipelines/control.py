@@ -44,6 +44,8 @@ SCRATCH_FOLDER = "_scratch"
 OWNER_FILE = "owner.json"
 MAX_LOCK_AGE = 7 * 24 * 3600.0
 """Seconds after which a lock held from another host is taken as stale."""
+UNREADABLE_GRACE = 1.0
+"""Seconds a lock file that does not parse is given to become readable before it is taken over."""
 
 
 class Locked(RuntimeError):
@@ -192,6 +194,9 @@ class Lock:
                 self.held = True
                 return
             holder = self.holder()
+            if holder == {}:  # being written this instant, or left half-written by a killed run
+                time.sleep(UNREADABLE_GRACE)
+                holder = self.holder() or None
             if holder is not None and not _stale(holder, self.max_age):
                 raise Locked(f"the lakehouse is in use by {describe(holder)}")
             self.files.delete(LOCK_NAME)  # stale (or unreadable): take it over
