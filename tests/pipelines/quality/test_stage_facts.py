@@ -38,7 +38,8 @@ from pipelines import run as run_module
 from pipelines.bronze.framing import FileSummary, frame_file
 from pipelines.bronze.stage import bronze_facts
 from pipelines.quality.gate import GateOutcome
-from pipelines.run import EXIT_QUARANTINED, RunReport, run
+from pipelines.exits import Exit
+from pipelines.run import RunReport, run
 from pipelines.storage import Lakehouse
 from pipelines.tables import DDL_EVENTS, QUARANTINE
 from tests.fixtures.truth import FIXTURES
@@ -238,7 +239,7 @@ def decoder_problems(path: Path) -> list[tuple[str, int, str, str]]:
 
 
 def test_the_run_quarantines_what_the_decoder_reports_and_each_failing_files_check(damaged: Damaged) -> None:
-    assert damaged.report.exit_code == EXIT_QUARANTINED
+    assert damaged.report.exit_code == Exit.BAD_INPUT
     stored = sorted(
         ((r.stage, r.file_name, r.offset, r.event_type_name, r.code, r.severity)
          for r in damaged.lake.read(QUARANTINE).collect()),
