@@ -37,8 +37,8 @@ from conf.models import QualitySettings
 from pipelines import run as run_module
 from pipelines.bronze.framing import FileSummary, frame_file
 from pipelines.bronze.stage import bronze_facts
-from pipelines.quality.gate import GateOutcome
 from pipelines.exits import Exit
+from pipelines.quality.gate import GateOutcome
 from pipelines.run import RunReport, run
 from pipelines.storage import Lakehouse
 from pipelines.tables import DDL_EVENTS, QUARANTINE
