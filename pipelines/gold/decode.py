@@ -73,6 +73,7 @@ ROWS_INPUT = StructType(
         StructField("table_id", _LONG, True),
         StructField("map_offset", _LONG, True),  # the TABLE_MAP in force (bronze): null when none is
         StructField("map_inner_index", _INT, True),
+        StructField("fde_offset", _LONG, True),  # the FORMAT_DESCRIPTION in force (bronze)
         StructField("body", BinaryType(), False),
         StructField("plan_key", _STR, True),  # null: no TABLE_MAP in force, or its body did not decode
     ]
@@ -303,10 +304,12 @@ class GoldDecoder:
         tables: Sequence[str],
         servers: Mapping[str, str],
         options: DecodeOptions | None = None,
+        descriptions: Mapping[tuple[str, int], str] | None = None,
     ) -> None:
         self.plans = plans
         self.tables = tables
         self.servers = servers
+        self.descriptions = descriptions or {}
         self.options = options or DecodeOptions()
         self.schema = to_arrow_schema(decoded_schema(images), timezone="UTC")
         self.image_types = [self.schema.field(f"t{i}").type for i in range(len(images))]
@@ -353,13 +356,15 @@ class GoldDecoder:
         keys = batch.column("plan_key").to_pylist()
         table_ids = batch.column("table_id").to_pylist()
         maps = zip(batch.column("map_offset").to_pylist(), batch.column("map_inner_index").to_pylist(), strict=True)
+        described = zip(batch.column("file").to_pylist(), batch.column("fde_offset").to_pylist(), strict=True)
         out: dict[int, _Rows] = {}
-        for i, (body, type_code, key, table_id, at) in enumerate(
-            zip(bodies, types, keys, table_ids, maps, strict=True)
+        for i, (body, type_code, key, table_id, at, fde_at) in enumerate(
+            zip(bodies, types, keys, table_ids, maps, described, strict=True)
         ):
             problems: list[BinlogError] = []
             try:
                 if key is None:
+                    self._header_without_map(body, type_code, fde_at)
                     raise UnknownTableIdError(_no_map(table_id, *at))
                 ready = self.ready(key)
                 header = decode_rows_header(body, type_code, ready.fde)
@@ -404,6 +409,14 @@ class GoldDecoder:
                     )
         for table, rows in sorted(out.items()):
             yield self._batch(batch, table, rows)
+
+    def _header_without_map(self, body: bytes, type_code: int, fde_at: tuple[str, int | None]) -> None:
+        """Decode the post-header of a rows event with no plan, as the decoder does before it looks
+        for the map: a damaged header is that event's problem (``MALFORMED``), not the missing map."""
+        file, offset = fde_at
+        text = None if offset is None else self.descriptions.get((file, offset))
+        if text is not None:
+            decode_rows_header(body, type_code, self.fde(text))
 
     def _batch(self, batch: pa.RecordBatch, table: int, rows: _Rows) -> pa.RecordBatch:
         n = len(rows.events)
@@ -507,11 +520,12 @@ def decode_partition(
     tables: Sequence[str],
     servers: Mapping[str, str],
     options: DecodeOptions,
+    descriptions: Mapping[tuple[str, int], str] | None = None,
 ) -> Callable[[Iterable[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
     """The ``mapInArrow`` function: decode each batch of a partition with one :class:`GoldDecoder`."""
 
     def run(batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        decoder = GoldDecoder(plans, images, tables, servers, options)
+        decoder = GoldDecoder(plans, images, tables, servers, options, descriptions)
         for batch in batches:
             yield from decoder.decode_batch(batch)
 

@@ -78,6 +78,7 @@ ROWS_COLUMNS = [
     "table_id",
     "body",
     "map_offset",
+    "fde_offset",
     "map_inner_index",
     "checksum_ok",
 ]
@@ -214,11 +215,14 @@ class GoldStage:
             .transform(trusted)
         )
         servers = {f: files[f]["server"] for f in pending}
+        descriptions = {
+            (f, int(at)): text for f in pending for at, text in (files[f]["format_descriptions"] or {}).items()
+        }
         images = [layouts[n].struct_type() for n in names]
         maps = lake.read_or_empty(TABLE_MAPS).where(predicate).select("file", "offset", "inner_index", "plan_key")
         decoded = out.kept.keep(
             rows_input(events, maps).transform(
-                decode_rows_events(plans, images, names, servers, decode_options(ctx.cfg))
+                decode_rows_events(plans, images, names, servers, decode_options(ctx.cfg), descriptions)
             )
         )
         out.changes = decoded.transform(changes_of(ctx.run_id))

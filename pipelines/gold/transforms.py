@@ -71,11 +71,16 @@ def decode_rows_events(
     tables: Sequence[str],
     servers: dict[str, str],
     options: DecodeOptions,
+    descriptions: dict[tuple[str, int], str] | None = None,
 ) -> Callable[[DataFrame], DataFrame]:
-    """``rows_input -> decoded``: every rows event decoded in the partition it is in (:func:`decoded_schema`)."""
+    """``rows_input -> decoded``: every rows event decoded in the partition it is in (:func:`decoded_schema`).
+
+    ``descriptions``: the FORMAT_DESCRIPTION text at ``(file, offset)``, for the rows events with
+    no map in force (their post-header is still decoded, as the decoder does)."""
 
     def transform(df: DataFrame) -> DataFrame:
-        return df.mapInArrow(decode_partition(plans, images, tables, servers, options), decoded_schema(images))
+        run = decode_partition(plans, images, tables, servers, options, descriptions)
+        return df.mapInArrow(run, decoded_schema(images))
 
     return transform
 

@@ -168,5 +168,8 @@ def test_the_typed_tables_hold_every_row_change_once(corpus_run: CorpusRun) -> N
     by_source: Counter[str] = Counter()
     for r in lake.read(Table.gold("changes")).groupBy("schema_name", "table_name").count().collect():
         by_source[gold_table_name(r.schema_name, r.table_name)] += r["count"]
-    assert per_table == dict(by_source)
+    # a table whose rows events carry no row (tiflow's steven.t: DELETEs that matched nothing) has
+    # its typed table, empty
+    assert {name: n for name, n in per_table.items() if n} == dict(by_source)
+    assert {name for name, n in per_table.items() if not n} == {"steven__t", "steven__t2", "steven__t5", "steven__t6"}
     assert sum(per_table.values()) == TOTAL_ROW_CHANGES

@@ -81,13 +81,17 @@ class GoldInputs:
     """``ROWS_INPUT`` rows, in file order."""
     kinds: dict[str, list[list[str]]] = field(default_factory=dict)
     """Gold table -> the kinds of each of its plans' columns."""
+    descriptions: dict[tuple[str, int], str] = field(default_factory=dict)
+    """The FORMAT_DESCRIPTION text at ``(file, offset)``."""
 
     def batch(self, rows: list[dict[str, Any]] | None = None) -> pa.RecordBatch:
         schema = to_arrow_schema(ROWS_INPUT, timezone="UTC")
         return pa.RecordBatch.from_pylist(self.rows if rows is None else rows, schema=schema)
 
     def decoder(self, options: DecodeOptions | None = None) -> GoldDecoder:
-        return GoldDecoder(self.plans, self.images, self.tables, {r["file"]: SERVER for r in self.rows}, options)
+        return GoldDecoder(
+            self.plans, self.images, self.tables, {r["file"]: SERVER for r in self.rows}, options, self.descriptions
+        )
 
     def decode(self, rows: list[dict[str, Any]] | None = None) -> list[pa.RecordBatch]:
         """The decoder's output batches for ``rows`` (all rows events by default), in one input batch."""
@@ -105,8 +109,10 @@ def gold_inputs(paths: list[Path], *, history: list[dict[str, Any]] | None = Non
     """
     maps: list[tuple[str, bytes, str, tuple[tuple[Any, ...], ...] | None]] = []
     rows: list[dict[str, Any]] = []
+    descriptions: dict[tuple[str, int], str] = {}
     for path in paths:
         events, summary = framed(path)
+        descriptions.update(((str(path), at), text) for at, text in summary.format_descriptions.items())
         sequence = sequence_of(path.name)
         for e in events:
             if e["checksum_ok"] is False:
@@ -155,4 +161,4 @@ def gold_inputs(paths: list[Path], *, history: list[dict[str, Any]] | None = Non
     kinds_of: dict[str, list[list[str]]] = defaultdict(list)
     for _, _, _, _, table, _, kinds in routed:
         kinds_of[table].append(kinds)
-    return GoldInputs(plans, tables, [layouts[n].struct_type() for n in tables], rows, dict(kinds_of))
+    return GoldInputs(plans, tables, [layouts[n].struct_type() for n in tables], rows, dict(kinds_of), descriptions)

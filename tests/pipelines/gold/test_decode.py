@@ -230,7 +230,11 @@ def test_converters_cover_every_conversion_a_kind_names() -> None:
 def test_a_rows_event_without_a_map_is_one_unknown_table_id_problem_and_no_row() -> None:
     inputs = inputs_of("full")
     first, second = inputs.rows[0], inputs.rows[1]
-    out = [r for b in inputs.decode([{**first, "plan_key": None}, second]) for r in b.to_pylist()]
+    out = [
+        r
+        for b in inputs.decode([{**first, "plan_key": None, "map_offset": None, "map_inner_index": None}, second])
+        for r in b.to_pylist()
+    ]
     problems = [r for r in out if r["kind"] == "problem"]
     assert [(p["offset"], p["code"], p["severity"], p["problem_body"], p["table_id"]) for p in problems] == [
         (first["offset"], "UNKNOWN_TABLE_ID", "error", first["body"], first["table_id"])
@@ -239,6 +243,29 @@ def test_a_rows_event_without_a_map_is_one_unknown_table_id_problem_and_no_row()
     assert problems[0]["path"] == "WRITE_ROWS_V1"
     assert problems[0]["gold_table"] is None
     assert {r["offset"] for r in out if r["kind"] == "change"} == {second["offset"]}
+
+
+def test_a_rows_event_whose_map_did_not_decode_names_that_map_in_its_problem() -> None:
+    inputs = inputs_of("full")
+    first = inputs.rows[0]
+    out = [r for b in inputs.decode([{**first, "plan_key": None}]) for r in b.to_pylist()]
+    assert [(r["code"], r["message"]) for r in out] == [
+        (
+            "UNKNOWN_TABLE_ID",
+            f"table id {first['table_id']}: the TABLE_MAP in force (at {first['map_offset']}) did not decode",
+        )
+    ]
+
+
+def test_a_rows_event_without_a_map_whose_header_is_damaged_is_malformed_as_the_decoder_finds_it() -> None:
+    # a FORMAT_DESCRIPTION, then three WRITE_ROWS_V2 with a bad extra-data tag and no TABLE_MAP
+    path = corpus_path("mariadb-test-data/suite/binlog/std_data/invalid_row_v2_tag.001")
+    inputs = gold_inputs([path])
+    out = [r for b in inputs.decode() for r in b.to_pylist()]
+    decoder = [(item.event.offset, p.code) for item in decode_file(path) for p in item.problems]
+    assert [(r["offset"], r["code"]) for r in out if r["kind"] == "problem"] == decoder
+    assert {code for _, code in decoder} == {"MALFORMED"}
+    assert not [r for r in out if r["kind"] == "change"]
 
 
 def test_a_rows_event_cut_short_keeps_the_rows_before_the_damage_and_is_a_malformed_problem() -> None:
