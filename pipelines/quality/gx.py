@@ -319,8 +319,14 @@ class QualityProject:
     def _open(self) -> Any:
         """Import great-expectations; open (or create) the project's context and its data source."""
         os.environ.setdefault("TQDM_DISABLE", "1")  # no metric progress bars in job logs
-        import great_expectations as gx  # noqa: PLC0415 (imported on first use: it takes seconds)
-        from great_expectations.data_context.types.base import ProgressBarsConfig  # noqa: PLC0415
+        try:
+            import great_expectations as gx  # noqa: PLC0415 (imported on first use: it takes seconds)
+            from great_expectations.data_context.types.base import ProgressBarsConfig  # noqa: PLC0415
+        except SystemExit as exc:  # pyspark's Spark Connect check, when __main__ has no file (python -c)
+            raise RuntimeError(
+                "importing great-expectations stopped: it imports pyspark.sql.connect, whose dependency check "
+                "exits when the main module has no file (python -c); run from a script or binlog-lakehouse"
+            ) from exc
 
         context: Any
         if self.folder is None:
@@ -357,8 +363,8 @@ class QualityProject:
         from great_expectations.core.run_identifier import RunIdentifier  # noqa: PLC0415
 
         context = self._gx()
-        suite = self._suite(context, gate, rules, actions)
-        checkpoint = self._checkpoint(context, gate, suite)
+        suite, saved = self._suite(context, gate, rules, actions)
+        checkpoint = self._checkpoint(context, gate, suite, saved)
         batch = fact_batch(frames, rules)
         outcome = checkpoint.run(
             batch_parameters={"dataframe": batch},
@@ -370,18 +376,18 @@ class QualityProject:
         by_rule = {r.expectation_config.meta.get("rule"): r for r in validation.results}
         return [_check_result(rule, by_rule[rule.name], batch) for rule in rules]
 
-    def _suite(self, context: Any, gate: str, rules: list[Rule], actions: dict[str, Action]) -> Any:
-        """The gate's saved suite, written again only when what it is made from changed."""
+    def _suite(self, context: Any, gate: str, rules: list[Rule], actions: dict[str, Action]) -> tuple[Any, bool]:
+        """The gate's saved suite, written again only when what it is made from changed (then True)."""
         import great_expectations as gx  # noqa: PLC0415
 
         name = f"{gate}_gate"
         digest = rules_digest(rules, actions)
         try:
             saved = context.suites.get(name)
-        except Exception:
+        except Exception:  # not saved yet: the store's error differs between releases
             saved = None
         if saved is not None and (saved.meta or {}).get("rules_digest") == digest:
-            return saved
+            return saved, False
         suite = gx.ExpectationSuite(
             name=name,
             meta={
@@ -399,11 +405,20 @@ class QualityProject:
                 severity=SEVERITY[actions[rule.name]],
             )
             suite.add_expectation(expectation)
-        return context.suites.add_or_update(suite)
+        return context.suites.add_or_update(suite), True
 
-    def _checkpoint(self, context: Any, gate: str, suite: Any) -> Any:
-        """The gate's checkpoint over its validation definition (the stage's facts with its suite)."""
+    def _checkpoint(self, context: Any, gate: str, suite: Any, changed: bool) -> Any:
+        """The gate's checkpoint over its validation definition (the stage's facts with its suite):
+        the saved one while the suite did not change (saving a definition saves its suite again)."""
         import great_expectations as gx  # noqa: PLC0415
+
+        if not changed:
+            try:
+                checkpoint = context.checkpoints.get(f"{gate}_gate")
+            except Exception:  # not saved yet: the store's error differs between releases
+                checkpoint = None
+            if checkpoint is not None and [d.suite.name for d in checkpoint.validation_definitions] == [suite.name]:
+                return checkpoint
 
         source = context.data_sources.get(SOURCE)
         try:
