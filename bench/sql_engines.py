@@ -45,7 +45,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     from pipelines.query.lake import LakeTables
     from pipelines.query.spark import arrow_rows, spark_result
     from pipelines.session import build_spark
-    from pipelines.storage import Lakehouse, Layer, Table
+    from pipelines.storage import Lakehouse, Table
+    from pipelines.tables import CATALOGED
     from tests.pipelines.query.test_spark_agreement import ORDERED, UNORDERED
 
     config = args.config or build_lake(DEFAULT_OUT, console_script(DEFAULT_OUT))
@@ -55,12 +56,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     lake = Lakehouse(spark, cfg.storage)
     tables = {
         (lake.database(layer), name): lake.path(Table(layer, name))
-        for layer in Layer
+        for layer in CATALOGED
         for name in lake.tables(layer)
         if not name.startswith("_")
     }
     for database, name in tables:
-        lake.register(Table(next(la for la in Layer if lake.database(la) == database), name))
+        lake.register([Table(next(la for la in CATALOGED if lake.database(la) == database), name)])
 
     raw_duckdb = duckdb.connect()
     query_builder = QueryBuilder()

@@ -31,6 +31,7 @@ from typing import IO, TYPE_CHECKING
 
 from conf.loader import ConfigError, load_config
 from conf.models import AppConfig
+from pipelines.exits import Exit
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -39,7 +40,6 @@ if TYPE_CHECKING:
 
 STAGES = ("bronze", "silver", "gold")
 """The stages in order (``pipelines.run.STAGES``; kept here so that ``sql`` need not import Spark)."""
-EXIT_OK, EXIT_ERROR, EXIT_USAGE = 0, 1, 2
 PROGRESS_EVERY = 10.0
 COMMANDS = {"run": STAGES, **{stage: (stage,) for stage in STAGES}}
 SQL = "sql"
@@ -116,14 +116,14 @@ def main(
     try:
         args = parser().parse_args(argv)
     except SystemExit as exc:
-        return EXIT_USAGE if exc.code else EXIT_OK
+        return Exit.USAGE if exc.code else Exit.OK
     if args.command == SQL:
         return _sql(args, config, spark)
     try:
         cfg = config or load_config(args.config)
     except ConfigError as exc:
         _say(str(exc))
-        return EXIT_USAGE
+        return Exit.USAGE
     return _run(args, cfg, spark)
 
 
@@ -139,7 +139,6 @@ def _run(args: argparse.Namespace, cfg: AppConfig, spark: SparkSession | None) -
         preflight,
         scratch_folder,
     )
-    from pipelines.exits import Exit  # noqa: PLC0415
     from pipelines.run import as_json, new_run_id, run, summary  # noqa: PLC0415
 
     run_id = args.run_id or new_run_id()
@@ -159,6 +158,7 @@ def _run(args: argparse.Namespace, cfg: AppConfig, spark: SparkSession | None) -
             with Interrupts(lambda signum: _stop_spark(spark)) as interrupts:
                 session = spark or _session(cfg, scratch, run_id)
                 interrupts.on_signal = lambda signum: _stop_spark(session)
+                interrupts.reclaim()
                 if lock is None:
                     lock = lock_for(cfg, run_id, command, session)
                     lock.acquire()
@@ -192,7 +192,7 @@ def _run(args: argparse.Namespace, cfg: AppConfig, spark: SparkSession | None) -
         import traceback  # noqa: PLC0415
 
         traceback.print_exc()
-        return EXIT_ERROR
+        return Exit.ERROR
     finally:
         if lock is not None:
             lock.release()
@@ -286,12 +286,12 @@ def _sql(args: argparse.Namespace, config: AppConfig | None, spark: SparkSession
     statements = _statements(args)
     if isinstance(statements, str):
         _say(statements)
-        return EXIT_USAGE
+        return Exit.USAGE
     try:
         cfg = config or load_config(getattr(args, "config", None))
     except ConfigError as exc:
         _say(str(exc))
-        return EXIT_USAGE
+        return Exit.USAGE
     from pipelines.query.engine import StatementError  # noqa: PLC0415
 
     stop: Callable[[], None] = lambda: None  # noqa: E731
@@ -310,22 +310,22 @@ def _sql(args: argparse.Namespace, config: AppConfig | None, spark: SparkSession
             except StatementError as exc:
                 where = f"statement {number} of {len(statements)}: " if len(statements) > 1 else ""
                 _say(f"{where}{exc}")
-                return EXIT_ERROR
+                return Exit.ERROR
     except BrokenPipeError:  # the reader went away (| head): not an error of ours
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
-        return EXIT_OK
+        return Exit.OK
     except OSError as exc:
         _say(f"{exc.filename}: {exc.strerror or exc}" if exc.filename else str(exc))
-        return EXIT_ERROR
+        return Exit.ERROR
     except Exception as exc:  # e.g. a Spark session that cannot start: still one line, no traceback
         from pipelines.query.engine import one_line  # noqa: PLC0415
 
         _say(f"{type(exc).__name__}: {one_line(exc)}")
-        return EXIT_ERROR
+        return Exit.ERROR
     finally:
         stop()
-    return EXIT_OK
+    return Exit.OK
 
 
 def _embedded_engine(cfg: AppConfig) -> Callable[[str], Result | None]:

@@ -27,6 +27,7 @@ import shutil
 import signal
 import socket
 import tempfile
+import threading
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -43,14 +44,19 @@ SCRATCH_FOLDER = "_scratch"
 OWNER_FILE = "owner.json"
 MAX_LOCK_AGE = 7 * 24 * 3600.0
 """Seconds after which a lock held from another host is taken as stale."""
+UNREADABLE_GRACE = 1.0
+"""Seconds a lock file that does not parse is given to become readable before it is taken over."""
 
 
 class Locked(RuntimeError):
     """Another run holds the lakehouse."""
 
 
-class Interrupted(Exception):
-    """The run was told to stop (SIGINT or SIGTERM)."""
+class Interrupted(BaseException):
+    """The run was told to stop (SIGINT or SIGTERM).
+
+    Like ``KeyboardInterrupt`` it is no error: ``except Exception`` (in Py4J's socket code too)
+    lets it through, so a call into the JVM it lands in is abandoned, not retried."""
 
     def __init__(self, signum: int) -> None:
         super().__init__(signal.Signals(signum).name)
@@ -188,6 +194,9 @@ class Lock:
                 self.held = True
                 return
             holder = self.holder()
+            if holder == {}:  # being written this instant, or left half-written by a killed run
+                time.sleep(UNREADABLE_GRACE)
+                holder = self.holder() or None
             if holder is not None and not _stale(holder, self.max_age):
                 raise Locked(f"the lakehouse is in use by {describe(holder)}")
             self.files.delete(LOCK_NAME)  # stale (or unreadable): take it over
@@ -371,15 +380,28 @@ class Interrupts:
             return
         self.received = signum
         if self.on_signal is not None:
-            with contextlib.suppress(Exception):
-                self.on_signal(signum)
+            # The main thread may be inside a call into the JVM: ``on_signal`` talks to Spark from a
+            # thread of its own (its own Py4J connection), never re-entering the interrupted one.
+            threading.Thread(target=self._notify, args=(signum,), name="on-signal", daemon=True).start()
         raise Interrupted(signum)
+
+    def _notify(self, signum: int) -> None:
+        assert self.on_signal is not None
+        with contextlib.suppress(Exception):
+            self.on_signal(signum)
 
     def __enter__(self) -> Interrupts:
         for signum in self.SIGNALS:
             with contextlib.suppress(ValueError):  # not the main thread: signals stay as they are
                 self._previous[signum] = signal.signal(signum, self._handle)
         return self
+
+    def reclaim(self) -> None:
+        """Handle the signals again after something took them over meanwhile (a new
+        SparkContext installs its own SIGINT handler); what ``__exit__`` restores is unchanged."""
+        for signum in self._previous:
+            with contextlib.suppress(ValueError):
+                signal.signal(signum, self._handle)
 
     def __exit__(
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None

@@ -300,6 +300,7 @@ def _stage(
     group = f"{report.run_id}:{name}"
     spark.sparkContext.setJobGroup(group, f"binlog-lakehouse {name}", interruptOnCancel=True)
     out: Built | None = None
+    interrupted = False
     try:
         with SparkProgress(tracker, say, progress_every):
             out = stage.build(ctx)
@@ -307,15 +308,19 @@ def _stage(
                 _gate(ctx, name, out, report, quality)
                 _count_quarantine(report, out)
             stage.write(ctx, out)
+    except Interrupted:
+        interrupted = True
+        raise  # nothing more is asked of Spark: the call the signal landed in was abandoned
     except GateFailed as exc:
         say(str(exc))
         return False
     finally:
-        if out is not None:
-            out.release()
         report.stage_seconds[name] = time.monotonic() - stage_start
-        report.spark_jobs[name] = _jobs_of(spark, group)
-        report.delta_commits[name] = lake.commits - commits
+        if not interrupted:
+            if out is not None:
+                out.release()
+            report.spark_jobs[name] = _jobs_of(spark, group)
+            report.delta_commits[name] = lake.commits - commits
     report.stages.append(name)
     report.files_built[name] = len(out.files)
     report.events_framed += out.counts.get("events_framed", 0)

@@ -257,9 +257,9 @@ class Lakehouse:
     # -- catalog ---------------------------------------------------------------------------------
 
     def _catalog_identity(self) -> str:
-        conf = self.spark.conf
+        conf = self.spark.conf.getAll  # what was set; a key left unset keeps its built-in default
         return "|".join(
-            str(conf.get(key, "") or "")
+            str(conf.get(key) or "")
             for key in (
                 "spark.sql.catalogImplementation",
                 "spark.hadoop.javax.jdo.option.ConnectionURL",

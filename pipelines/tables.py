@@ -50,6 +50,10 @@ class Layer(StrEnum):
     """Bookkeeping: never registered in the catalog."""
 
 
+CATALOGED: tuple[Layer, ...] = (Layer.BRONZE, Layer.SILVER, Layer.GOLD, Layer.QUALITY)
+"""The layers whose tables have a catalog database (every one but the bookkeeping)."""
+
+
 @dataclass(frozen=True)
 class Col:
     """One column: name, type, nullability and what it holds."""

@@ -21,7 +21,8 @@ from pyspark.sql import SparkSession
 
 from conf import AppConfig, InputSettings, StorageSettings
 from pipelines.run import run
-from pipelines.storage import Lakehouse, Layer, Table
+from pipelines.storage import Lakehouse, Table
+from pipelines.tables import CATALOGED
 
 SAMPLE = Path(__file__).resolve().parents[1] / "fixtures" / "mariadb" / "sample"
 PROBE = Table.gold("typed_probe")
@@ -38,9 +39,9 @@ class SampleLake:
     def register(self, spark: SparkSession) -> None:
         """Point every ``database.table`` of this lake's catalog names at it (others may have moved them)."""
         lake = Lakehouse(spark, self.cfg.storage)
-        for layer in Layer:
+        for layer in CATALOGED:
             for name in lake.tables(layer):
-                lake.register(Table(layer, name))
+                lake.register([Table(layer, name)])
 
 
 def _write_probe(spark: SparkSession, lake: Lakehouse) -> None:
@@ -65,7 +66,7 @@ def _write_probe(spark: SparkSession, lake: Lakehouse) -> None:
         """
     )
     second.write.format("delta").mode("append").option("mergeSchema", "true").save(lake.path(PROBE))
-    lake.register(PROBE)
+    lake.register([PROBE])
 
 
 @pytest.fixture(scope="session")

@@ -15,13 +15,14 @@ from pipelines.query.lake import (
     hadoop_settings,
     layer_databases,
 )
-from pipelines.storage import Lakehouse, Layer, s3_filesystem_kwargs
+from pipelines.storage import Lakehouse, s3_filesystem_kwargs
+from pipelines.tables import CATALOGED
 
 
 def test_every_layer_s_database_names_its_folder_as_the_pipeline_registers_it(spark: SparkSession) -> None:
     settings = StorageSettings(root="/lake", gold_database="Analytics", quality_database="ops")
     lake = Lakehouse(spark, settings)
-    expected = {lake.database(layer).lower(): (layer.value,) for layer in Layer}
+    expected = {lake.database(layer).lower(): (layer.value,) for layer in CATALOGED}
 
     assert layer_databases(settings) == expected
     assert expected["analytics"] == ("gold",)
