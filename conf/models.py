@@ -427,6 +427,8 @@ CheckName = Literal[
     "rows_reconcile",
     "op_matches_images",
     "no_unknown_table",
+    "commit_not_before_event",
+    "insert_keys_not_null",
 ]
 """The quality checks (their rules are data in `pipelines/quality/rules.py`)."""
 

@@ -12,6 +12,11 @@ written) and, every ``progress_every`` seconds while Spark works, its active job
 with their tasks done (:class:`pipelines.progress.SparkProgress`). :func:`summary` tells what
 this run did and what the lakehouse holds after it.  The report also counts the Spark jobs and
 Delta commits each stage made.
+
+The gates validate with great-expectations in the lakehouse's quality project
+(:class:`pipelines.quality.gx.QualityProject`); a run that gated anything rebuilds its Data Docs
+at the end (``report.data_docs``: the index page).  A run with nothing to gate does not import
+great-expectations at all.
 """
 
 from __future__ import annotations
@@ -37,6 +42,7 @@ from pipelines.exits import SHORT, Exit
 from pipelines.gold.stage import GoldStage
 from pipelines.progress import LakeState, SparkProgress, file_predicate
 from pipelines.quality.gate import GateFailed, GateOutcome, run_gate
+from pipelines.quality.gx import QualityProject, project_folder
 from pipelines.silver.stage import SilverStage
 from pipelines.stage import Built, Context, Stage
 from pipelines.storage import Lakehouse, TableRef, Write
@@ -58,6 +64,9 @@ PROGRESS_EVERY = 10.0
 
 UNPARSED_SHOWN = 5
 """Positions of DDL statements the replay did not understand named in the summary."""
+
+FAILING_SHOWN = 5
+"""Failing files (with their first offending offsets) named in the summary per failed check."""
 
 Reason = tuple[str, str, str]
 """A quarantine reason: ``(stage, code, severity)``."""
@@ -121,6 +130,10 @@ class RunReport:
     """Error-severity quarantine rows of the input's files in the lakehouse, whichever run wrote them."""
     totals: dict[str, Any] | None = None
     """What the lakehouse holds after the run (:func:`lake_totals`)."""
+    data_docs: str | None = None
+    """The quality Data Docs index this run rebuilt (None: no gate ran)."""
+    quality_seconds: float = 0.0
+    """Seconds the run waited for great-expectations (import, checkpoints, Data Docs)."""
     seconds: float = 0.0
 
     @property
@@ -156,10 +169,10 @@ class _Log:
         return lambda message: self.say(f"{stage}: {message}")
 
 
-def _gate(ctx: Context, stage: str, out: Built, report: RunReport) -> None:
+def _gate(ctx: Context, stage: str, out: Built, report: RunReport, quality: QualityProject | None = None) -> None:
     """Run the stage's gate on its facts: raise :class:`GateFailed` on a ``fail`` check, else add
     the quarantine rows a failed ``quarantine`` check asks for."""
-    outcome = run_gate(stage, out.facts, ctx.cfg.quality)
+    outcome = run_gate(stage, out.facts, ctx.cfg.quality, quality, ctx.run_id)
     report.gates.append(outcome)
     failing = [f"{r.rule.name} ({action})" for r, action in outcome.results if not r.success]
     ctx.say(f"gate: {len(outcome.results)} check(s), " + (f"failed: {', '.join(failing)}" if failing else "all pass"))
@@ -230,24 +243,31 @@ def run(
             current["say"](f"wrote {table.layer.value}.{table.name}")
 
     lake = Lakehouse(spark, cfg.storage, on_write=wrote)
-    ctx = Context(spark, cfg, lake, report.run_id)
+    quality = QualityProject(project_folder(cfg))
+    ctx = Context(spark, cfg, lake, report.run_id, expect_gate=quality.prepare)
     tracker = spark.sparkContext.statusTracker()
     started = time.monotonic()
     try:
         for name in stages:
             report.interrupted = name
-            if not _stage(ctx, name, stages, report, log, current, tracker, progress_every):
+            if not _stage(ctx, name, stages, report, log, current, tracker, progress_every, quality):
                 break
         report.interrupted = None
     except Interrupted as exc:
+        quality.close()
         report.seconds = time.monotonic() - started
         exc.report = report  # type: ignore[attr-defined]
         raise
     current.pop("say", None)
+    quality.build_docs()  # in the background, while the end of the run asks Spark
     spark.sparkContext.setJobGroup(f"{report.run_id}:end", "binlog-lakehouse end of run")
     _write_gate_results(ctx, report)
     report.bad_input = bad_input(ctx)
     report.totals = lake_totals(ctx.state)
+    report.data_docs = quality.finish()
+    report.quality_seconds = quality.seconds
+    if quality.docs_error is not None:
+        log.say(f"quality Data Docs not rebuilt: {quality.docs_error}")
     report.seconds = time.monotonic() - started
     report.spark_jobs["end"] = _jobs_of(spark, f"{report.run_id}:end")
     spark.sparkContext.setLocalProperty("spark.jobGroup.id", None)  # type: ignore[arg-type]
@@ -268,6 +288,7 @@ def _stage(
     current: dict[str, Say],
     tracker: Any,
     progress_every: float | None,
+    quality: QualityProject | None = None,
 ) -> bool:
     """Run one stage: build, gate, write; False when a failed gate stops the run."""
     spark, lake = ctx.spark, ctx.lake
@@ -284,7 +305,7 @@ def _stage(
         with SparkProgress(tracker, say, progress_every):
             out = stage.build(ctx)
             if out.files:
-                _gate(ctx, name, out, report)
+                _gate(ctx, name, out, report, quality)
                 _count_quarantine(report, out)
             stage.write(ctx, out)
     except Interrupted:
@@ -416,6 +437,11 @@ def summary(spark: SparkSession, cfg: AppConfig, report: RunReport) -> str:
         for result, action in gate.results:
             mark = "ok" if result.success else f"FAILED ({action})"
             lines.append(f"    gate {gate.gate}/{result.rule.name}: {mark}; {result.observed}")
+            lines += [f"      {_where(failing)}" for failing in result.failing[:FAILING_SHOWN]]
+            if len(result.failing) > FAILING_SHOWN:
+                lines.append(f"      (+{len(result.failing) - FAILING_SHOWN} more)")
+    if report.data_docs is not None:
+        lines.append(f"    quality Data Docs: {report.data_docs}")
     totals = report.totals or lake_totals(LakeState(Lakehouse(spark, cfg.storage)))
     lines.append("  lakehouse (all runs):")
     lines.append(f"    files: {sum(totals['files'].values())} ({_pairs(totals['files'])})")
@@ -430,9 +456,21 @@ def summary(spark: SparkSession, cfg: AppConfig, report: RunReport) -> str:
     return "\n".join(lines)
 
 
+def _where(failing: dict[str, Any]) -> str:
+    """``mysql-bin.000002 (shop__orders) at offsets 4410, 5120``: what a failing fact row is about."""
+    text = str(failing.get("file") or "the run").rsplit("/", 1)[-1]
+    if failing.get("gold_table"):
+        text += f" ({failing['gold_table']})"
+    offsets = failing.get("first_offsets") or []
+    if offsets:
+        text += f" at {', '.join(str(o) for o in offsets)}"
+    return text
+
+
 def as_json(report: RunReport) -> dict[str, Any]:
     """The report for machines (``--summary-json``): files, events, row changes per table,
-    quarantine by code, gate results, timings, Spark jobs, Delta commits, exit code."""
+    quarantine by code, gate results, the quality Data Docs, timings, Spark jobs, Delta commits,
+    exit code."""
     totals = report.totals or {}
     return {
         "run_id": report.run_id,
@@ -469,6 +507,7 @@ def as_json(report: RunReport) -> dict[str, Any]:
             for gate in report.gates
             for result, action in gate.results
         ],
+        "quality": {"data_docs": report.data_docs, "seconds": round(report.quality_seconds, 3)},
         "lakehouse": {
             "files": totals.get("files", {}),
             "events": totals.get("events", 0),

@@ -62,6 +62,7 @@ from pipelines.bronze.transforms import (
     framed_summaries,
 )
 from pipelines.progress import file_predicate, quote_literal
+from pipelines.quality.rules import FIRST_OFFSETS
 from pipelines.stage import Built, Context
 from pipelines.storage import Write, hadoop_filesystem_options
 from pipelines.tables import BINLOG_EVENTS, BINLOG_FILES, QUARANTINE
@@ -207,23 +208,76 @@ def newest_in_sequence(rows: list[dict[str, Any]], known: dict[str, dict[str, An
     return dict(newest)
 
 
-def bronze_facts(rows: list[dict[str, Any]]) -> pd.DataFrame:
-    """Per file: what the bronze gate checks, from the summaries (no table is scanned)."""
-    frame = pd.DataFrame(
-        [
+BRONZE_FACTS = ["file", "offset_gaps", "unexplained_tail", "unreadable", "checksum_failures", "unknown_events"]
+"""The bronze gate's facts per file (each but ``file`` with an ``<name>_at`` column: where)."""
+
+LOCATED = ("offset_gaps", "checksum_failures", "unknown_events")
+"""The facts whose offsets only the framed events tell (:func:`located_problems`)."""
+
+
+def bronze_facts(rows: list[dict[str, Any]], located: dict[str, dict[str, list[int]]] | None = None) -> pd.DataFrame:
+    """Per file: what the bronze gate checks, from the summaries (no table is scanned), and where:
+    the tail's start, the offset where an unreadable file stopped, and ``located`` (file -> fact ->
+    first offsets, :func:`located_problems`)."""
+    located = located or {}
+    records = []
+    for r in rows:
+        tail = int(r["status"] == "complete" and r["framed_until"] != r["size"])
+        unreadable = int(r["status"] in ("corrupt", "encrypted", "not_a_binlog", "unreadable"))
+        where = located.get(r["file"], {})
+        records.append(
             {
                 "file": r["file"],
                 "offset_gaps": r["offset_gaps"],
-                "unexplained_tail": int(r["status"] == "complete" and r["framed_until"] != r["size"]),
-                "unreadable": int(r["status"] in ("corrupt", "encrypted", "not_a_binlog", "unreadable")),
+                "unexplained_tail": tail,
+                "unreadable": unreadable,
                 "checksum_failures": r["checksum_failures"],
                 "unknown_events": r["unknown_events"],
+                "offset_gaps_at": where.get("offset_gaps", []),
+                "unexplained_tail_at": [r["framed_until"]] if tail else [],
+                "unreadable_at": [r["error_offset"]] if unreadable and r.get("error_offset") is not None else [],
+                "checksum_failures_at": where.get("checksum_failures", []),
+                "unknown_events_at": where.get("unknown_events", []),
             }
-            for r in rows
-        ],
-        columns=["file", "offset_gaps", "unexplained_tail", "unreadable", "checksum_failures", "unknown_events"],
+        )
+    return pd.DataFrame(records, columns=[*BRONZE_FACTS, *(f"{name}_at" for name in BRONZE_FACTS[1:])])
+
+
+def located_problems(framed: DataFrame, files: list[str]) -> dict[str, dict[str, list[int]]]:
+    """File -> fact -> the first offsets (:data:`FIRST_OFFSETS`) of the events failing their checksum,
+    of unknown type, or starting past where the previous one ended, in the framed rows of ``files``.
+
+    One Spark job over what bronze framed (no table is read); run only for files whose summary
+    counted such events.  An event after a gap is one whose offset no other event of the file ends at
+    (the file's first framed event aside).
+    """
+    events = framed.where(F.col("kind") == "event").select("event.*").where(F.col("file").isin(files))
+    outer = events.where(F.col("inner_index").isNull()).select("file", "offset", "event_size")
+    ends = outer.select(F.col("file").alias("e_file"), (F.col("offset") + F.col("event_size")).alias("e_end"))
+    first = outer.groupBy(F.col("file").alias("f_file")).agg(F.min("offset").alias("f_first"))
+    after_gap = (
+        outer.join(ends, (F.col("file") == F.col("e_file")) & (F.col("offset") == F.col("e_end")), "left_anti")
+        .join(first, F.col("file") == F.col("f_file"))
+        .where(F.col("offset") != F.col("f_first"))
+        .select("file", "offset", F.lit("offset_gaps").alias("fact"))
     )
-    return frame
+    flagged = events.select(
+        "file",
+        "offset",
+        F.when(F.col("checksum_ok") == F.lit(False), F.lit("checksum_failures"))
+        .when(F.col("event_type_name").startswith("UNKNOWN_"), F.lit("unknown_events"))
+        .alias("fact"),
+    ).where(F.col("fact").isNotNull())
+    rows = (
+        flagged.unionByName(after_gap)
+        .groupBy("file", "fact")
+        .agg(F.slice(F.array_sort(F.collect_set("offset")), 1, FIRST_OFFSETS).alias("offsets"))
+        .collect()
+    )
+    located: dict[str, dict[str, list[int]]] = defaultdict(dict)
+    for row in rows:
+        located[row.file][row.fact] = [int(o) for o in row.offsets]
+    return dict(located)
 
 
 class BronzeStage:
@@ -240,6 +294,8 @@ class BronzeStage:
         unreadable = [f for f in found.listed if f.problem is not None and _changed(f, found.known.get(f.file))]
         items = [item for item in found.work if item.file not in {f.file for f in unreadable}]
         ctx.say(work_summary(items) if items else "no new, grown or changed file")
+        if items or unreadable:
+            ctx.expect_gate()
         summaries: list[dict[str, Any]] = [
             {name: getattr(_unlisted_summary(f), name) for name in SUMMARY_FIELDS} for f in unreadable
         ]
@@ -316,7 +372,9 @@ class BronzeStage:
         out.binlog_files = rows
         out.resumed = resumed
         out.replace_predicate, out.quarantine_predicate = replace_predicates(whole, resumed)
-        out.facts = {"files": bronze_facts(rows)}
+        flagged = [r["file"] for r in rows if any(r[name] for name in LOCATED)]
+        located = located_problems(out.framed, flagged) if flagged and out.framed is not None else {}
+        out.facts = {"files": bronze_facts(rows, located)}
         before = {item.file: item.resume.counts.get("event_count", 0) for item in found.work if item.resume is not None}
         out.counts = {
             "events_framed": sum(int(r["event_count"]) for r in rows if r["status"] != DUPLICATE)
@@ -375,6 +433,7 @@ __all__ = [
     "bronze_facts",
     "byte_size",
     "decide_duplicates",
+    "located_problems",
     "newest_in_sequence",
     "replace_predicates",
     "work_frame",

@@ -81,7 +81,7 @@ ROWS_INPUT = StructType(
 """A rows event with the plan of the table map in force: what the distributed decoder reads."""
 
 PASSED = ["file", "file_name", "offset", "inner_index", "gtid", "xid", "trx_offset", "trx_inner_index",
-          "commit_timestamp", "server_id"]  # fmt: skip
+          "commit_timestamp", "server_id", "plan_key"]  # fmt: skip
 """Input columns every output row of an event carries as they are."""
 
 COMMON = StructType(

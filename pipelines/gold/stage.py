@@ -38,15 +38,18 @@ from pipelines.gold.transforms import (
     TableLayout,
     changes_of,
     decode_rows_events,
+    file_facts,
     gold_table_name,
     problems_of,
     rows_input,
+    table_facts,
     table_layout,
     typed_of,
     with_row_counts,
 )
 from pipelines.gold.types import column_kind
 from pipelines.progress import file_predicate
+from pipelines.quality.rules import FIRST_OFFSETS
 from pipelines.silver.transforms import trusted
 from pipelines.stage import Built, Context
 from pipelines.storage import Table, Write
@@ -120,6 +123,8 @@ class _PlanInfo:
     table: str
     names: list[str]
     kinds: list[str]
+    key_columns: tuple[str, ...] = ()
+    """The primary key the TABLE_MAP carries (binlog_row_metadata=FULL), by column name; () when none."""
 
 
 @dataclass(frozen=True)
@@ -159,6 +164,48 @@ def _history_key(columns: list[Any] | None) -> tuple[tuple[Any, ...], ...] | Non
     if columns is None:
         return None
     return tuple(tuple(c[name] for name in HISTORY_FIELDS) for c in columns)
+
+
+GOLD_FILE_FACTS = [
+    "file",
+    "unreconciled_rows_events",
+    "op_image_mismatches",
+    "unknown_table_events",
+    "commits_before_event",
+    "unreconciled_rows_events_at",
+    "op_image_mismatches_at",
+    "unknown_table_events_at",
+    "commits_before_event_at",
+]
+"""The gold gate's facts per file (``<name>_at``: first offending offsets)."""
+
+GOLD_TABLE_FACTS = ["file", "gold_table", "null_key_inserts", "null_key_inserts_at"]
+"""The gold gate's facts per file and gold table (``null_key_inserts`` null: no insert with a key to check)."""
+
+
+def _lost_at(ctx: Context, decoded: DataFrame, files: list[str]) -> dict[str, list[int]]:
+    """File -> the first offsets of its bronze rows events that neither decoded nor were quarantined.
+    Run only for files that lost some: it reads their rows events' positions again."""
+    seen = decoded.select(
+        F.col("file").alias("d_file"),
+        F.col("offset").alias("d_offset"),
+        F.coalesce("inner_index", F.lit(-1)).alias("d_inner"),
+    ).distinct()
+    events = (
+        ctx.lake.read_or_empty(BINLOG_EVENTS)
+        .where(file_predicate(files))
+        .where(F.col("event_class") == "rows")
+        .select("file", "offset", F.coalesce("inner_index", F.lit(-1)).alias("inner"))
+    )
+    missing = events.join(
+        seen,
+        (F.col("file") == F.col("d_file"))
+        & (F.col("offset") == F.col("d_offset"))
+        & (F.col("inner") == F.col("d_inner")),
+        "left_anti",
+    )
+    rows = missing.groupBy("file").agg(F.slice(F.array_sort(F.collect_set("offset")), 1, FIRST_OFFSETS).alias("at"))
+    return {row.file: [int(o) for o in row.at] for row in rows.collect()}
 
 
 def _rows_events(row: dict[str, Any]) -> int:
@@ -231,7 +278,7 @@ class GoldStage:
             name: (specs[name], decoded.transform(typed_of(i, specs[name], ctx.run_id))) for i, name in enumerate(names)
         }
         out.quarantine = decoded.transform(problems_of(ctx.run_id))
-        self._facts(ctx, out, decoded, pending)
+        self._facts(ctx, out, decoded, pending, {key: info.key_columns for key, info in infos.items()})
         return out
 
     def _plans(self, ctx: Context, files: list[str]) -> tuple[list[_Usage], dict[str, _PlanInfo]]:
@@ -271,6 +318,7 @@ class GoldStage:
                     gold_table_name(table_map.schema, table_map.table),
                     [c.display_name for c in table_map.columns],
                     [column_kind(c) for c in table_map.columns],
+                    tuple(table_map.columns[i].display_name for i in table_map.primary_key),
                 )
             usages.append(
                 _Usage(
@@ -343,45 +391,68 @@ class GoldStage:
                 layouts[name] = table_layout(versions[name], existing)
         return layouts, to_rebuild
 
-    def _facts(self, ctx: Context, out: GoldOutput, decoded: DataFrame, pending: list[str]) -> None:
+    def _facts(
+        self,
+        ctx: Context,
+        out: GoldOutput,
+        decoded: DataFrame,
+        pending: list[str],
+        keys: dict[str, tuple[str, ...]],
+    ) -> None:
         files = ctx.state.files()
-        changes = decoded.where(F.col("kind") == "change")
-        wrong_op = (
-            ((F.col("op") == "insert") & (F.col("before").isNotNull() | F.col("after").isNull()))
-            | ((F.col("op") == "delete") & (F.col("before").isNull() | F.col("after").isNotNull()))
-            | ((F.col("op") == "update") & (F.col("before").isNull() | F.col("after").isNull()))
-        )
-        per_table = changes.groupBy("file", "table_id", "gold_table").agg(
-            F.count(F.lit(1)).alias("n"), F.sum(wrong_op.cast("int")).alias("wrong")
-        )
-        events = decoded.groupBy("file").agg(
-            F.countDistinct("offset", F.coalesce("inner_index", F.lit(-1))).alias("accounted"),
-            F.sum(((F.col("kind") == "problem") & (F.col("code") == "UNKNOWN_TABLE_ID")).cast("int")).alias("unknown"),
-            F.sum((F.col("kind") == "problem").cast("int")).alias("problems"),
-        )
         counted: dict[str, dict[str, int]] = defaultdict(dict)
-        wrong: dict[str, int] = defaultdict(int)
+        wrong: dict[str, tuple[int, list[int]]] = defaultdict(lambda: (0, []))
         ids: dict[tuple[str, int], int] = defaultdict(int)
-        for row in per_table.collect():
+        keyed: dict[tuple[str, str], tuple[int, int, list[int]]] = defaultdict(lambda: (0, 0, []))
+        for row in decoded.transform(table_facts(keys)).collect():
             counted[row.file][row.gold_table] = counted[row.file].get(row.gold_table, 0) + int(row.n)
-            wrong[row.file] += int(row.wrong or 0)
+            n, at = wrong[row.file]
+            wrong[row.file] = (n + int(row.wrong or 0), sorted({*at, *row.wrong_at})[:FIRST_OFFSETS])
             ids[(row.file, row.table_id)] += int(row.n)
-        accounted = {
-            row.file: (int(row.accounted), int(row.unknown or 0), int(row.problems or 0)) for row in events.collect()
-        }
+            checked, nulls, at = keyed[(row.file, row.gold_table)]
+            keyed[(row.file, row.gold_table)] = (
+                checked + int(row.checked or 0),
+                nulls + int(row.null_keys or 0),
+                sorted({*at, *row.null_key_at})[:FIRST_OFFSETS],
+            )
+        accounted = {row.file: row for row in decoded.transform(file_facts).collect()}
+        lost = {f: _rows_events(files[f]) - (int(accounted[f].accounted) if f in accounted else 0) for f in pending}
+        lost_at = _lost_at(ctx, decoded, [f for f, n in lost.items() if n > 0]) if any(lost.values()) else {}
+
+        def of(f: str, name: str) -> Any:
+            row = accounted.get(f)
+            value = None if row is None else row[name]
+            return [int(o) for o in value or []] if name.endswith("_at") else int(value or 0)
+
         out.facts = {
             "files": pd.DataFrame(
                 [
                     {
                         "file": f,
-                        "unreconciled_rows_events": _rows_events(files[f]) - accounted.get(f, (0, 0, 0))[0],
-                        "op_image_mismatches": wrong[f],
-                        "unknown_table_events": accounted.get(f, (0, 0, 0))[1],
+                        "unreconciled_rows_events": lost[f],
+                        "op_image_mismatches": wrong[f][0],
+                        "unknown_table_events": of(f, "unknown"),
+                        "commits_before_event": of(f, "early"),
+                        "unreconciled_rows_events_at": lost_at.get(f, []),
+                        "op_image_mismatches_at": [int(o) for o in wrong[f][1]],
+                        "unknown_table_events_at": of(f, "unknown_at"),
+                        "commits_before_event_at": of(f, "early_at"),
                     }
                     for f in pending
                 ],
-                columns=["file", "unreconciled_rows_events", "op_image_mismatches", "unknown_table_events"],
-            )
+                columns=GOLD_FILE_FACTS,
+            ),
+            "tables": pd.DataFrame(
+                {
+                    "file": [f for f, _ in sorted(keyed)],
+                    "gold_table": [t for _, t in sorted(keyed)],
+                    "null_key_inserts": pd.array(
+                        [keyed[k][1] if keyed[k][0] else None for k in sorted(keyed)], dtype="Int64"
+                    ),
+                    "null_key_inserts_at": [[int(o) for o in keyed[k][2]] for k in sorted(keyed)],
+                },
+                columns=GOLD_TABLE_FACTS,
+            ),
         }
         out.row_counts = [(f, table_id, n) for (f, table_id), n in ids.items()]
         previous = ctx.state.progress(Layer.GOLD)
@@ -397,7 +468,7 @@ class GoldStage:
                 "file": f,
                 "built_from": silver[f]["run_id"],
                 "run_id": ctx.run_id,
-                "quarantined": accounted.get(f, (0, 0, 0))[2],
+                "quarantined": of(f, "problems"),
                 "counts": counted[f],
             }
             for f in pending

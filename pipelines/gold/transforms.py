@@ -30,16 +30,17 @@ from __future__ import annotations
 
 import hashlib
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from pyspark.sql import DataFrame
+from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
-from pyspark.sql.types import DataType, StructField, StructType
+from pyspark.sql.types import DataType, MapType, StringType, StructField, StructType
 
 from binlog_core.columns import DecodeOptions
 from pipelines.gold.decode import ROWS_INPUT, Plan, decode_partition, decoded_schema
 from pipelines.gold.types import RAW_SUFFIX, raw_type, spark_type, type_suffix
+from pipelines.quality.rules import FIRST_OFFSETS
 from pipelines.tables import CHANGES, QUARANTINE, TableSpec, conform
 
 
@@ -117,6 +118,79 @@ def typed_of(index: int, spec: TableSpec, run_id: str) -> Callable[[DataFrame], 
         )
 
     return transform
+
+
+def _first(condition: Column) -> Column:
+    """The first offsets (:data:`FIRST_OFFSETS`) of the rows where ``condition`` holds."""
+    return F.slice(F.array_sort(F.collect_set(F.when(condition, F.col("offset")))), 1, FIRST_OFFSETS)
+
+
+def wrong_op() -> Column:
+    """Whether a change's images contradict its ``op``: insert has only an after image, delete only a
+    before image, update both."""
+    return (
+        ((F.col("op") == "insert") & (F.col("before").isNotNull() | F.col("after").isNull()))
+        | ((F.col("op") == "delete") & (F.col("before").isNull() | F.col("after").isNotNull()))
+        | ((F.col("op") == "update") & (F.col("before").isNull() | F.col("after").isNull()))
+    )
+
+
+def key_checks(keys: Mapping[str, Sequence[str]]) -> tuple[Column, Column]:
+    """``(checked, null_key)`` of a decoded change: an insert whose plan's TABLE_MAP carries a primary
+    key (``keys``: plan key -> key column names), and one whose after image holds one of those
+    columns with a NULL value (a column absent from the image is not NULL)."""
+    keyed = {plan: list(names) for plan, names in keys.items() if names}
+    insert = (F.col("kind") == "change") & (F.col("op") == "insert")
+    if not keyed:
+        return F.lit(False), F.lit(False)
+    table = F.create_map(
+        *[part for plan, names in keyed.items() for part in (F.lit(plan), F.array(*map(F.lit, names)))]
+    )
+    names = F.try_element_at(table, F.col("plan_key"))
+    after = F.from_json("after", MapType(StringType(), StringType()).simpleString())
+    absent = F.coalesce(F.col("absent_after"), F.array().cast("array<string>"))
+    checked = insert & names.isNotNull() & after.isNotNull()
+    null_key = F.exists(names, lambda name: ~F.array_contains(absent, name) & F.try_element_at(after, name).isNull())
+    return F.coalesce(checked, F.lit(False)), F.coalesce(checked & null_key, F.lit(False))
+
+
+def table_facts(keys: Mapping[str, Sequence[str]]) -> Callable[[DataFrame], DataFrame]:
+    """``decoded -> `` per file, table id and gold table (changes only): ``n`` row changes; ``wrong``
+    changes whose images contradict their op (:func:`wrong_op`), ``wrong_at``; ``checked`` inserts
+    with a key and ``null_keys`` leaving it NULL (:func:`key_checks`), ``null_key_at`` (first offsets)."""
+
+    def transform(decoded: DataFrame) -> DataFrame:
+        checked, null_key = key_checks(keys)
+        return (
+            decoded.where(F.col("kind") == "change")
+            .groupBy("file", "table_id", "gold_table")
+            .agg(
+                F.count(F.lit(1)).alias("n"),
+                F.sum(wrong_op().cast("int")).alias("wrong"),
+                _first(wrong_op()).alias("wrong_at"),
+                F.sum(checked.cast("int")).alias("checked"),
+                F.sum(null_key.cast("int")).alias("null_keys"),
+                _first(null_key).alias("null_key_at"),
+            )
+        )
+
+    return transform
+
+
+def file_facts(decoded: DataFrame) -> DataFrame:
+    """``decoded -> `` per file: ``accounted`` rows events (decoded or quarantined), ``unknown`` ones
+    lost to a table id without a map (``unknown_at``), ``problems``, and ``early`` rows events whose
+    transaction commits before the event's own time (``early_at``: first offsets)."""
+    unknown = (F.col("kind") == "problem") & (F.col("code") == "UNKNOWN_TABLE_ID")
+    early = (F.col("kind") == "change") & (F.col("commit_timestamp") < F.col("event_timestamp"))
+    return decoded.groupBy("file").agg(
+        F.countDistinct("offset", F.coalesce("inner_index", F.lit(-1))).alias("accounted"),
+        F.sum(unknown.cast("int")).alias("unknown"),
+        _first(unknown).alias("unknown_at"),
+        F.sum((F.col("kind") == "problem").cast("int")).alias("problems"),
+        F.size(F.collect_set(F.when(early, F.col("offset")))).alias("early"),
+        _first(early).alias("early_at"),
+    )
 
 
 def problems_of(run_id: str) -> Callable[[DataFrame], DataFrame]:

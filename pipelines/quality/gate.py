@@ -1,16 +1,20 @@
-"""Run one gate: fact frames -> great-expectations -> results with the configured action.
+"""Run one gate: fact frames -> great-expectations (the gate's suite, a checkpoint) -> results with
+the configured action.
 
 What a failed check does depends on its action (the rule's default, or ``quality.actions``):
 
 ==========  ===================================================================================
 fail        the stage is not written and the run stops (:class:`GateFailed`, exit code 3)
 quarantine  every failing file gets a quarantine row (stage = the gate, code ``GATE_<RULE>``,
-            severity ``error``, the observed value in the message), written with the stage's
-            own quarantine rows; the run goes on and ends with exit code 4
+            severity ``error``, the observed value, the gold table and the first offending
+            offsets in the message), written with the stage's own quarantine rows; the run goes
+            on and ends with exit code 4
 warn        only the ``gate_results`` row records it
 ==========  ===================================================================================
 
-Checks named in ``quality.disabled`` are not run and leave no ``gate_results`` row.
+Checks named in ``quality.disabled`` are not run and leave no ``gate_results`` row.  A run
+validates through its :class:`pipelines.quality.gx.QualityProject` (file-backed, with Data Docs);
+without one, gates validate in memory.
 """
 
 from __future__ import annotations
@@ -22,7 +26,7 @@ from datetime import UTC, datetime
 import pandas as pd
 
 from conf.models import QualitySettings
-from pipelines.quality.gx import CheckResult, validate
+from pipelines.quality.gx import OFFSETS, CheckResult, QualityProject
 from pipelines.quality.rules import RULES, Action
 
 
@@ -50,8 +54,10 @@ class GateOutcome:
     def quarantine_rows(self, run_id: str) -> list[dict[str, object]]:
         """``quarantine`` rows (bronze ``QUARANTINE`` columns) of every file failing a quarantine check.
 
-        >>> outcome.quarantine_rows(run_id)[0]["code"], outcome.quarantine_rows(run_id)[0]["message"]
-        ('GATE_CHECKSUMS_VERIFIED', 'quality gate bronze/checksums_verified failed: checksum_failures = 2; ...')
+        >>> row = outcome.quarantine_rows(run_id)[0]
+        >>> row["code"], row["message"]
+        ('GATE_CHECKSUMS_VERIFIED',
+         'quality gate bronze/checksums_verified failed: checksum_failures = 2 at offsets 4410, 9120; ...')
         """
         rows: list[dict[str, object]] = []
         for result, action in self.results:
@@ -73,10 +79,7 @@ class GateOutcome:
                         "code": gate_code(rule.name),
                         "severity": "error",
                         "path": None,
-                        "message": (
-                            f"quality gate {self.gate}/{rule.name} failed: {rule.column} = "
-                            f"{failing.get(rule.column)}; {rule.description}"
-                        ),
+                        "message": failure_message(self.gate, result, failing),
                         "body": None,
                         "run_id": run_id,
                     }
@@ -102,6 +105,24 @@ class GateOutcome:
         ]
 
 
+def failure_message(gate: str, result: CheckResult, failing: dict[str, object]) -> str:
+    """What a failing row of a check tells: the value, the gold table, the first offending offsets.
+
+    >>> failure_message("gold", result, {"file": f, "gold_table": "shop__orders", "null_key_inserts": 2,
+    ...                                  "first_offsets": [4410, 5120]})
+    'quality gate gold/insert_keys_not_null failed: null_key_inserts = 2 in shop__orders at offsets 4410, 5120; ...'
+    """
+    rule = result.rule
+    text = f"quality gate {gate}/{rule.name} failed: {rule.column} = {failing.get(rule.column)}"
+    if failing.get("gold_table"):
+        text += f" in {failing['gold_table']}"
+    offsets = failing.get(OFFSETS) or []
+    if offsets:
+        shown = ", ".join(str(o) for o in offsets)  # type: ignore[attr-defined]
+        text += f" at offset{'s' if len(offsets) > 1 else ''} {shown}"  # type: ignore[arg-type]
+    return f"{text}; {rule.description}"
+
+
 def gate_code(rule: str) -> str:
     """The quarantine code of a failed check: ``GATE_`` and the rule name in upper case.
 
@@ -111,12 +132,26 @@ def gate_code(rule: str) -> str:
     return f"GATE_{rule.upper()}"
 
 
-def run_gate(gate: str, facts: dict[str, pd.DataFrame], settings: QualitySettings) -> GateOutcome:
-    """Check ``facts`` (small pandas frames the stage computed) with the rules of ``gate``."""
+_in_memory: QualityProject | None = None
+
+
+def run_gate(
+    gate: str,
+    facts: dict[str, pd.DataFrame],
+    settings: QualitySettings,
+    project: QualityProject | None = None,
+    run_id: str = "gate",
+) -> GateOutcome:
+    """Check ``facts`` (small pandas frames the stage computed) with the rules of ``gate``: the
+    checkpoint of ``project`` (None: a project kept in memory), results named ``run_id``."""
+    global _in_memory  # noqa: PLW0603 (one in-memory project per process, made when first needed)
+    if project is None:
+        project = _in_memory = _in_memory or QualityProject(None)
+    configured: dict[str, Action] = {str(k): v for k, v in settings.actions.items()}
     rules = [r for r in RULES if r.gate == gate and r.name not in settings.disabled]
-    results = validate(facts, rules)
-    actions: dict[str, Action] = {str(k): v for k, v in settings.actions.items()}
-    return GateOutcome(gate, [(r, actions.get(r.rule.name, r.rule.action)) for r in results])
+    actions = {r.name: configured.get(r.name, r.action) for r in rules}
+    results = project.validate(gate, facts, rules, actions, run_id)
+    return GateOutcome(gate, [(r, actions[r.rule.name]) for r in results])
 
 
-__all__ = ["GateFailed", "GateOutcome", "gate_code", "run_gate"]
+__all__ = ["GateFailed", "GateOutcome", "failure_message", "gate_code", "run_gate"]

@@ -41,6 +41,7 @@ from pyspark.sql.types import StringType, StructField, StructType
 
 from conf.models import AppConfig
 from pipelines.progress import file_predicate
+from pipelines.quality.rules import FIRST_OFFSETS
 from pipelines.silver.ddl import DdlResult, SchemaRegistry, parse_seed
 from pipelines.silver.decode import Descriptions, query_rows, table_map_rows
 from pipelines.silver.history import event_key, replay_history
@@ -445,22 +446,39 @@ class SilverStage:
             else {}
         )
         reused = {
-            row.file: int(row.n)
+            row.file: (int(row.n), [int(o) for o in row.at])
             for row in out.table_id_lifecycle.groupBy("file")  # type: ignore[union-attr]
-            .agg(F.sum(F.col("reused_for_other_table").cast("int")).alias("n"))
+            .agg(
+                F.sum(F.col("reused_for_other_table").cast("int")).alias("n"),
+                F.slice(
+                    F.array_sort(F.collect_set(F.when(F.col("reused_for_other_table"), F.col("first_offset")))),
+                    1,
+                    FIRST_OFFSETS,
+                ).alias("at"),
+            )
             .collect()
         }
+        unmapped = {f: int(files[f]["unmapped_rows_events"] or 0) + failed.get(f, (0, 0))[0] for f in pending}
+        unmapped_at = _unmapped_at(ctx, [f for f in pending if unmapped[f]], maps_out) if any(unmapped.values()) else {}
         out.facts = {
             "files": pd.DataFrame(
                 [
                     {
                         "file": f,
-                        "unmapped_rows_events": int(files[f]["unmapped_rows_events"] or 0) + failed.get(f, (0, 0))[0],
-                        "ids_reused_for_other_table": reused.get(f, 0),
+                        "unmapped_rows_events": unmapped[f],
+                        "ids_reused_for_other_table": reused.get(f, (0, []))[0],
+                        "unmapped_rows_events_at": unmapped_at.get(f, []),
+                        "ids_reused_for_other_table_at": reused.get(f, (0, []))[1],
                     }
                     for f in pending
                 ],
-                columns=["file", "unmapped_rows_events", "ids_reused_for_other_table"],
+                columns=[
+                    "file",
+                    "unmapped_rows_events",
+                    "ids_reused_for_other_table",
+                    "unmapped_rows_events_at",
+                    "ids_reused_for_other_table_at",
+                ],
             ),
             "run": _ddl_share(results, pending),
         }
@@ -494,6 +512,10 @@ class SilverStage:
             )
             if file in pending and result.error is not None
         ]
+        run_facts = out.facts["run"]
+        run_facts["ddl_parsed_share_at"] = pd.Series(
+            [out.unparsed[:FIRST_OFFSETS]], index=run_facts.index, dtype=object
+        )
         out.counts = {
             "ddl_statements": sum(per_file[f][0] for f in pending),
             "ddl_parsed": sum(per_file[f][1] for f in pending),
@@ -535,6 +557,39 @@ def _needs_quarantine_write(ctx: Context, out: SilverOutput) -> bool:
 
 def _outcome(result: DdlResult) -> tuple[Any, ...]:
     return (result.error is None, result.error, list(result.objects))
+
+
+def _unmapped_at(ctx: Context, files: list[str], maps_out: DataFrame) -> dict[str, list[int]]:
+    """File -> the first offsets of its rows events without a decoded TABLE_MAP in force: none in
+    force (bronze found none), or one whose body did not decode.  Run only for files that have some:
+    it reads their bronze rows events' positions (silver reads no rows event otherwise)."""
+    bad_maps = maps_out.where(F.col("problem_code").isNotNull() & (F.col("problem_severity") == "error")).select(
+        F.col("file").alias("m_file"),
+        F.col("offset").alias("m_offset"),
+        F.coalesce("inner_index", F.lit(-1)).alias("m_inner"),
+        F.lit(True).alias("bad_map"),
+    )
+    events = (
+        ctx.lake.read_or_empty(BINLOG_EVENTS)
+        .where(file_predicate(files))
+        .where(F.col("event_class") == "rows")
+        .transform(trusted)
+        .select("file", "offset", "map_offset", "map_inner_index")
+    )
+    joined = events.join(
+        F.broadcast(bad_maps),
+        (F.col("file") == F.col("m_file"))
+        & (F.col("map_offset") == F.col("m_offset"))
+        & (F.coalesce("map_inner_index", F.lit(-1)) == F.col("m_inner")),
+        "left",
+    )
+    rows = (
+        joined.where(F.col("map_offset").isNull() | F.col("bad_map").isNotNull())
+        .groupBy("file")
+        .agg(F.slice(F.array_sort(F.collect_set("offset")), 1, FIRST_OFFSETS).alias("at"))
+        .collect()
+    )
+    return {row.file: [int(o) for o in row.at] for row in rows}
 
 
 def _ddl_share(results: dict[tuple[str, int, int], DdlResult], pending: list[str]) -> pd.DataFrame:

@@ -176,7 +176,7 @@ def test_corrupt_and_foreign_files_are_bad_input_with_a_quarantine_row_from_the_
     ]
     message = lake.read(QUARANTINE).where("code = 'GATE_BAD_FILES'").first()
     assert message is not None
-    assert message.message.startswith("quality gate bronze/bad_files failed: unreadable = 1; ")
+    assert message.message.startswith("quality gate bronze/bad_files failed: unreadable = 1 at offset 256; ")
     assert report.quarantined == Counter(
         {
             ("bronze", "GATE_BAD_FILES", "error"): 2,
