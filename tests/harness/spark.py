@@ -31,7 +31,7 @@ def spark_test_settings(base_dir: Path) -> SparkSettings:
         app_name="binlog-lakehouse-tests",
         ui_enabled=False,
         shuffle_partitions=2,
-        driver_memory="2g",
+        driver_memory="3g",  # one session runs every module: the end-to-end lakes add up
         warehouse_dir=str(base_dir / "warehouse"),
         log_level="ERROR",
         conf={
@@ -54,6 +54,15 @@ def spark(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SparkSession]:
         yield session
     finally:
         session.stop()
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _release_cached_frames() -> Iterator[None]:
+    """After each module, drop what the shared session still caches (no session is started for it)."""
+    yield
+    session = SparkSession.getActiveSession()
+    if session is not None:
+        session.catalog.clearCache()
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
