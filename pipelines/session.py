@@ -40,6 +40,7 @@ from conf.models import is_uri
 __all__ = [
     "DELTA_CATALOG",
     "DELTA_EXTENSION",
+    "DELTA_LOG_CACHE_SIZE",
     "LAUNCH_SETTINGS",
     "MALLOC_ARENA_MAX",
     "build_spark",
@@ -53,6 +54,11 @@ __all__ = [
 
 DELTA_EXTENSION = "io.delta.sql.DeltaSparkSessionExtension"
 DELTA_CATALOG = "org.apache.spark.sql.delta.catalog.DeltaCatalog"
+
+DELTA_LOG_CACHE_SIZE = 256
+"""Delta tables whose log (and latest snapshot, with its analysed plans) a session keeps in memory.
+Delta's default keeps up to 10,000 for an hour: a session that runs the pipeline again and again
+(an orchestrator worker, a notebook, the tests) fills the driver's heap with them."""
 
 LAUNCH_SETTINGS = frozenset(
     {"spark.master", "spark.jars.packages", "spark.jars", "spark.jars.ivy", "spark.driver.memory"}
@@ -133,6 +139,7 @@ def spark_options(
     options["spark.sql.session.timeZone"] = "UTC"
     options["spark.ui.enabled"] = _conf_value(cfg.ui_enabled)
     options["spark.ui.showConsoleProgress"] = "false"
+    options["spark.databricks.delta.delta.log.cacheSize"] = str(DELTA_LOG_CACHE_SIZE)
     if cfg.warehouse_dir is not None:
         options["spark.sql.warehouse.dir"] = cfg.warehouse_dir
     if cfg.catalog is not None:

@@ -42,6 +42,11 @@ def spark_test_settings(base_dir: Path) -> SparkSettings:
             ),
             "spark.default.parallelism": 2,
             "spark.databricks.delta.snapshotPartitions": 2,
+            # one session runs every module: keep the status store of finished work small
+            "spark.sql.ui.retainedExecutions": 50,
+            "spark.ui.retainedJobs": 100,
+            "spark.ui.retainedStages": 100,
+            "spark.ui.retainedTasks": 2000,
         },
     )
 
@@ -58,11 +63,14 @@ def spark(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SparkSession]:
 
 @pytest.fixture(autouse=True, scope="module")
 def _release_cached_frames() -> Iterator[None]:
-    """After each module, drop what the shared session still caches (no session is started for it)."""
+    """After each module, drop what the shared session still caches (no session is started for it):
+    cached frames and Delta's snapshots of the module's tables (each test module writes lakes of its
+    own; their snapshots would otherwise stay in the driver's heap)."""
     yield
     session = SparkSession.getActiveSession()
     if session is not None:
         session.catalog.clearCache()
+        session._jvm.org.apache.spark.sql.delta.DeltaLog.clearCache()  # type: ignore[union-attr]
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

@@ -13,6 +13,7 @@ from conf import SparkSettings
 from pipelines.session import (
     DELTA_CATALOG,
     DELTA_EXTENSION,
+    DELTA_LOG_CACHE_SIZE,
     LAUNCH_SETTINGS,
     MALLOC_ARENA_MAX,
     build_spark,
@@ -56,6 +57,7 @@ def test_options_enable_delta_utc_and_the_delta_package_when_this_process_starts
         "spark.sql.session.timeZone": "UTC",
         "spark.ui.enabled": "false",
         "spark.ui.showConsoleProgress": "false",
+        "spark.databricks.delta.delta.log.cacheSize": str(DELTA_LOG_CACHE_SIZE),
         "spark.sql.shuffle.partitions": "4",
     }
 
