@@ -112,6 +112,14 @@ class LocalFiles:
             out.write(text)
         return True
 
+    def put(self, name: str, text: str) -> None:
+        """Write ``name`` with ``text``, replacing it whole (a reader sees the old or the new text)."""
+        os.makedirs(self.folder, exist_ok=True)
+        target = os.path.join(self.folder, name)
+        partial = f"{target}.{os.getpid()}.partial"
+        Path(partial).write_text(text, encoding="utf-8")
+        os.replace(partial, target)
+
     def read(self, name: str) -> str | None:
         try:
             return Path(self.folder, name).read_text(encoding="utf-8")
@@ -148,6 +156,15 @@ class HadoopFiles:
         finally:
             out.close()
         return True
+
+    def put(self, name: str, text: str) -> None:
+        """Write ``name`` with ``text``, replacing it (one object written whole on object stores)."""
+        path, fs = self._path(name)
+        out = fs.create(path, True)
+        try:
+            out.write(bytearray(text.encode("utf-8")))
+        finally:
+            out.close()
 
     def read(self, name: str) -> str | None:
         path, fs = self._path(name)
@@ -235,14 +252,20 @@ def local_state_folder(cfg: AppConfig) -> str | None:
     return None if root is None else os.path.join(root, STATE_FOLDER)
 
 
+def state_files(root: str, spark: Any = None) -> Files:
+    """The small files of ``<root>/_state`` (lock, unfinished writes): local ones directly, others
+    through the session's Hadoop file system."""
+    local = local_path_of(root)
+    if local is not None:
+        return LocalFiles(os.path.join(local, STATE_FOLDER))
+    if spark is None:
+        raise ValueError(f"{root} is on a Hadoop file system: its state files need a Spark session")
+    return HadoopFiles(spark, f"{root.rstrip('/')}/{STATE_FOLDER}")
+
+
 def lock_for(cfg: AppConfig, run_id: str, command: str, spark: Any = None) -> Lock:
     """The lock of the lakehouse of ``cfg`` (a local root needs no Spark session)."""
-    folder = local_state_folder(cfg)
-    if folder is not None:
-        return Lock(LocalFiles(folder), run_id, command)
-    if spark is None:
-        raise ValueError("locking a lakehouse on a Hadoop file system needs a Spark session")
-    return Lock(HadoopFiles(spark, f"{cfg.storage.root.rstrip('/')}/{STATE_FOLDER}"), run_id, command)
+    return Lock(state_files(cfg.storage.root, spark), run_id, command)
 
 
 # -- before any work -------------------------------------------------------------------------
@@ -426,5 +449,6 @@ __all__ = [
     "preflight",
     "scratch_folder",
     "scratch_root",
+    "state_files",
     "sweep_scratch",
 ]

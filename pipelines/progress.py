@@ -9,6 +9,14 @@ silver's schema history changed under it).  A layer rebuilds a pending file's ro
 (``replace`` on ``file``) and records its progress afterwards, so a run killed anywhere leaves
 the file pending and the re-run writes the same rows again: nothing is lost, nothing doubles.
 
+**Fresh files are appended.**  Replacing rows is the dear way to write Delta (the table's files
+are searched for rows to delete first); appending is one cheap commit.  A stage appends the rows
+of files that no table of its layer can hold rows of yet: files the layer has never recorded
+(:meth:`LakeState.fresh`) and that no unfinished write names.  Before a stage writes, it names
+its files in ``_state/unfinished.json`` (:meth:`LakeState.begin`); once its progress is recorded
+it takes them out again (:meth:`LakeState.finish`).  A run killed between the two leaves them
+named, so the next run replaces their rows instead of appending them a second time.
+
 :class:`LakeState` holds ``binlog_files`` and the progress rows for one run: read once, kept up
 to date by the stages as they write (one run owns the lakehouse at a time).
 
@@ -27,6 +35,7 @@ before the first interval.
 
 from __future__ import annotations
 
+import json
 import os
 import threading
 from collections.abc import Callable, Iterable, Sequence
@@ -34,8 +43,12 @@ from dataclasses import dataclass, field
 from types import TracebackType
 from typing import Any, Protocol
 
+from pipelines.control import Files, state_files
 from pipelines.storage import Lakehouse, Write
 from pipelines.tables import BINLOG_FILES, PROGRESS, Layer
+
+UNFINISHED = "unfinished.json"
+"""``_state`` file naming, per layer, the files a stage is writing (see the module doc)."""
 
 
 def quote_literal(value: str) -> str:
@@ -59,6 +72,11 @@ class LakeState:
     counts: dict[str, int] = field(default_factory=dict)
     listed: list[str] | None = None
     """The input files bronze listed in this run (None: bronze did not run)."""
+    _unfinished: dict[str, set[str]] | None = None
+    """What ``_state/unfinished.json`` named when first read: earlier runs' unfinished writes."""
+    _begun: dict[str, set[str]] = field(default_factory=dict)
+    """The files this run's stages named before writing (and have not finished)."""
+    _state_files: Files | None = None
 
     def files(self) -> dict[str, dict[str, Any]]:
         """Every ``binlog_files`` row, by file."""
@@ -96,11 +114,69 @@ class LakeState:
         lake = self.lake
         full = [{"layer": layer.value, **row} for row in rows]
         predicate = f"`layer` = {quote_literal(layer.value)} AND {file_predicate(row['file'] for row in rows)}"
-        lake.write(Write(PROGRESS, lake.spark.createDataFrame(full, PROGRESS.schema), predicate))
-        self.progress(layer)
+        recorded = self.progress(layer)
+        fresh = not any(row["file"] in recorded for row in rows)
+        lake.write(Write(PROGRESS, lake.spark.createDataFrame(full, PROGRESS.schema), predicate, fresh=fresh))
         assert self._progress is not None
         for row in full:
             self._progress[(layer.value, row["file"])] = row
+
+    def built(self, layer: Layer) -> set[str]:
+        """The files ``layer`` has recorded as built (bronze: every ``binlog_files`` row)."""
+        return set(self.files()) if layer == Layer.BRONZE else set(self.progress(layer))
+
+    def fresh(self, layer: Layer, files: Iterable[str]) -> bool:
+        """Whether no table of ``layer`` can hold rows of ``files``: none was recorded as built by the
+        layer and no unfinished write of the layer names one (their rows can be appended)."""
+        held = self.built(layer) | self.unfinished(layer)
+        return not any(f in held for f in files)
+
+    def _files_api(self) -> Files:
+        if self._state_files is None:
+            self._state_files = state_files(self.lake.root, self.lake.spark)
+        return self._state_files
+
+    def unfinished(self, layer: Layer) -> set[str]:
+        """The files an unfinished write of ``layer`` named (a run killed while writing them; the
+        stages of this run, which name their files before writing them, are not counted)."""
+        if self._unfinished is None:
+            text = self._files_api().read(UNFINISHED)
+            data = json.loads(text) if text else {}
+            self._unfinished = {name: set(files) for name, files in data.items()}
+        return set(self._unfinished.get(layer.value, set()))
+
+    def _save_unfinished(self) -> None:
+        assert self._unfinished is not None
+        names = set(self._unfinished) | set(self._begun)
+        data = {
+            name: sorted(self._unfinished.get(name, set()) | self._begun.get(name, set()))
+            for name in sorted(names)
+            if self._unfinished.get(name) or self._begun.get(name)
+        }
+        if data:
+            self._files_api().put(UNFINISHED, json.dumps(data, indent=1))
+        else:
+            self._files_api().delete(UNFINISHED)
+
+    def begin(self, layer: Layer, files: Iterable[str]) -> None:
+        """Name ``files`` as being written by ``layer`` (before its first write)."""
+        names = set(files)
+        if not names:
+            return
+        self.unfinished(layer)
+        self._begun.setdefault(layer.value, set()).update(names)
+        self._save_unfinished()
+
+    def finish(self, layer: Layer, files: Iterable[str]) -> None:
+        """``layer`` has written ``files`` and recorded them (after its last write)."""
+        names = set(files)
+        begun = self._begun.get(layer.value, set())
+        if not names or not ((self.unfinished(layer) | begun) & names):
+            return
+        assert self._unfinished is not None
+        self._unfinished[layer.value] = self.unfinished(layer) - names
+        self._begun[layer.value] = begun - names
+        self._save_unfinished()
 
     def pending(self, layer: Layer, upstream: dict[str, str]) -> list[str]:
         """Files whose upstream state (file -> upstream run id) differs from what ``layer`` built from."""

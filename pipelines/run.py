@@ -307,7 +307,10 @@ def _stage(
             if out.files:
                 _gate(ctx, name, out, report, quality)
                 _count_quarantine(report, out)
+            written = out.written()
+            ctx.state.begin(Layer(name), written)
             stage.write(ctx, out)
+            ctx.state.finish(Layer(name), written)
     except Interrupted:
         interrupted = True
         raise  # nothing more is asked of Spark: the call the signal landed in was abandoned

@@ -71,6 +71,10 @@ class Built:
         """Release what the build persisted (once written)."""
         self.kept.release()
 
+    def written(self) -> list[str]:
+        """The files whose rows the stage's write replaces (named as unfinished while it writes)."""
+        return list(self.files)
+
 
 Out = TypeVar("Out", bound=Built)
 

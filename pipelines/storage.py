@@ -121,6 +121,9 @@ class Write:
     ``replace``: a SQL predicate; the rows it selects are swapped for ``frame`` (whose rows must
     match it). ``mode`` ``merge`` upserts on the spec's key, ``overwrite`` replaces the whole
     table, ``append`` adds (only for rows unique by construction, such as run logs).
+    ``fresh``: the caller knows the table holds no row ``replace`` selects (files new to the
+    table), so the rows are appended: the same result, one cheap commit instead of a search for
+    rows to delete (see :mod:`pipelines.progress`).
     """
 
     spec: TableSpec
@@ -128,6 +131,7 @@ class Write:
     replace: str | None = None
     mode: Mode = "replace"
     merge_schema: bool = False
+    fresh: bool = False
 
 
 _REGEX_SPECIAL = re.compile(r"([.^$+?()\[\]{}\\])")
@@ -225,7 +229,7 @@ class Lakehouse:
                     writer = writer.partitionBy(*spec.partition_by)
             elif write.mode == "overwrite":
                 writer = writer.mode("overwrite").option("overwriteSchema", "true")
-            elif write.mode == "replace":
+            elif write.mode == "replace" and not write.fresh:
                 writer = writer.mode("overwrite").option("replaceWhere", write.replace or "false")
             else:
                 writer = writer.mode("append")

@@ -65,7 +65,7 @@ from pipelines.progress import file_predicate, quote_literal
 from pipelines.quality.rules import FIRST_OFFSETS
 from pipelines.stage import Built, Context
 from pipelines.storage import Write, hadoop_filesystem_options
-from pipelines.tables import BINLOG_EVENTS, BINLOG_FILES, QUARANTINE
+from pipelines.tables import BINLOG_EVENTS, BINLOG_FILES, QUARANTINE, Layer
 
 MAX_TASKS = 512
 """Most framing tasks per run; beyond it small files share tasks (balanced by size)."""
@@ -407,15 +407,18 @@ class BronzeStage:
         """Events and quarantine rows, then ``binlog_files`` (last: it marks the files done)."""
         if not out.files:
             return
-        lake = ctx.lake
+        lake, state = ctx.lake, ctx.state
         assert out.events is not None
-        writes = [Write(BINLOG_EVENTS, out.events, out.replace_predicate)]
+        fresh = not out.resumed and state.fresh(Layer.BRONZE, out.files)
+        writes = [Write(BINLOG_EVENTS, out.events, out.replace_predicate, fresh=fresh)]
         if out.quarantine is not None:
-            writes.append(Write(QUARANTINE, out.quarantine, out.quarantine_predicate))
+            writes.append(Write(QUARANTINE, out.quarantine, out.quarantine_predicate, fresh=fresh))
         lake.write_all(writes)
         files = ctx.spark.createDataFrame(out.binlog_files, BINLOG_FILES.schema)
-        lake.write(Write(BINLOG_FILES, files, file_predicate(row["file"] for row in out.binlog_files)))
-        ctx.state.update_files(out.binlog_files)
+        recorded = state.files()
+        known = any(row["file"] in recorded for row in out.binlog_files)
+        lake.write(Write(BINLOG_FILES, files, file_predicate(row["file"] for row in out.binlog_files), fresh=not known))
+        state.update_files(out.binlog_files)
 
 
 def _changed(listed: ListedFile, previous: dict[str, Any] | None) -> bool:

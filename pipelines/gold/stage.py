@@ -481,16 +481,17 @@ class GoldStage:
             return
         lake, spark = ctx.lake, ctx.spark
         predicate = file_predicate(out.files)
+        fresh = ctx.state.fresh(Layer.GOLD, out.files)
         assert out.changes is not None and out.quarantine is not None
-        writes = [Write(CHANGES, out.changes, predicate, merge_schema=True)]
+        writes = [Write(CHANGES, out.changes, predicate, merge_schema=True, fresh=fresh)]
         writes += [
             Write(spec, frame, mode="overwrite")
             if spec.name in out.rebuild
-            else Write(spec, frame, predicate, merge_schema=True)
+            else Write(spec, frame, predicate, merge_schema=True, fresh=fresh)
             for spec, frame in out.tables.values()
         ]
         usages = spark.createDataFrame([u.row(ctx.run_id) for u in out.usages], GOLD_PLANS.schema)
-        writes.append(Write(GOLD_PLANS, usages, predicate))
+        writes.append(Write(GOLD_PLANS, usages, predicate, fresh=fresh))
         for name, stale_files in sorted(out.stale.items()):
             table = Table(Layer.GOLD, name)
             if name not in out.tables and lake.exists(table):
@@ -503,7 +504,7 @@ class GoldStage:
             or any(row["quarantined"] for row in out.progress)
             or any(previous.get(f, {}).get("quarantined") for f in out.files)
         ):
-            writes.append(Write(QUARANTINE, out.quarantine, f"stage = 'gold' AND {predicate}"))
+            writes.append(Write(QUARANTINE, out.quarantine, f"stage = 'gold' AND {predicate}", fresh=fresh))
         if lake.exists(TABLE_ID_LIFECYCLE):
             counts = spark.createDataFrame(out.row_counts, "file string, table_id long, counted long")
             lifecycle = lake.read(TABLE_ID_LIFECYCLE).where(predicate).transform(with_row_counts(counts))

@@ -145,6 +145,10 @@ class SilverOutput(Built):
     """``file_name@offset[#inner]`` of the built files' DDL statements the replay did not understand,
     in binlog order."""
 
+    def written(self) -> list[str]:
+        """The files built and those resolved again."""
+        return sorted(set(self.files) | set(self.rebuilt))
+
 
 def decode_table_maps(events: DataFrame, fdes: Descriptions) -> DataFrame:
     """Bronze TABLE_MAP events -> decoded maps (:data:`MAPS_OUT`), error rows included; no names yet."""
@@ -529,16 +533,23 @@ class SilverStage:
             return
         built = sorted(set(out.files) | set(out.rebuilt))
         predicate = file_predicate(built)
+        state = ctx.state
+        fresh = state.fresh(Layer.SILVER, built)
+        files = state.files()
+        servers = set(out.servers)
+        # a server's history is new when silver has built (or begun) none of its files before
+        new_servers = state.fresh(Layer.SILVER, [f for f, row in files.items() if row["server"] in servers])
         writes = [
-            Write(TABLE_MAPS, out.table_maps, predicate),  # type: ignore[arg-type]
-            Write(DDL_EVENTS, out.ddl_events, predicate),  # type: ignore[arg-type]
-            Write(SCHEMA_HISTORY, out.schema_history, file_predicate(out.servers, "server")),  # type: ignore[arg-type]
+            Write(TABLE_MAPS, out.table_maps, predicate, fresh=fresh),  # type: ignore[arg-type]
+            Write(DDL_EVENTS, out.ddl_events, predicate, fresh=fresh),  # type: ignore[arg-type]
+            Write(SCHEMA_HISTORY, out.schema_history, file_predicate(out.servers, "server"), fresh=new_servers),  # type: ignore[arg-type]
         ]
         if out.files:
-            writes.append(Write(TABLE_ID_LIFECYCLE, out.table_id_lifecycle, file_predicate(out.files)))  # type: ignore[arg-type]
+            mine = file_predicate(out.files)
+            writes.append(Write(TABLE_ID_LIFECYCLE, out.table_id_lifecycle, mine, fresh=fresh))  # type: ignore[arg-type]
             if _needs_quarantine_write(ctx, out):
                 writes.append(
-                    Write(QUARANTINE, out.quarantine, f"stage = 'silver' AND ({file_predicate(out.files)})")  # type: ignore[arg-type]
+                    Write(QUARANTINE, out.quarantine, f"stage = 'silver' AND ({mine})", fresh=fresh)  # type: ignore[arg-type]
                 )
         ctx.lake.write_all(writes)
         ctx.state.record(Layer.SILVER, out.progress)
