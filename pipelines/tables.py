@@ -622,6 +622,18 @@ def _shaped(column: Col, have: DataType | None, nullable: bool) -> Column:
     return value.alias(column.name, metadata={"comment": column.comment})
 
 
+def _conformed(schema: StructType, spec: TableSpec) -> bool:
+    """Whether ``conform(spec)`` would leave a frame of ``schema`` as it is (it already went through it)."""
+    if [f.name for f in schema.fields] != spec.names:
+        return False
+    return all(
+        _loose(f.dataType) == _loose(c.type)
+        and (c.nullable or not f.nullable or type(c.type) not in _ZERO)
+        and f.metadata.get("comment") == c.comment
+        for f, c in zip(schema.fields, spec.columns, strict=True)
+    )
+
+
 def conform(spec: TableSpec) -> Callable[[DataFrame], DataFrame]:
     """``frame -> frame`` with exactly ``spec``'s columns, in order, with their types and comments.
 
@@ -632,6 +644,8 @@ def conform(spec: TableSpec) -> Callable[[DataFrame], DataFrame]:
     """
 
     def transform(df: DataFrame) -> DataFrame:
+        if _conformed(df.schema, spec):
+            return df
         have = {f.name: f for f in df.schema.fields}
         return df.select(
             *[

@@ -39,15 +39,24 @@ def contents(lake: Lakehouse) -> dict[str, list[tuple[Any, ...]]]:
     return tables
 
 
+@pytest.fixture(scope="module")
+def uninterrupted(spark: SparkSession, tmp_path_factory: pytest.TempPathFactory) -> dict[str, list[tuple[Any, ...]]]:
+    """The tables of one run of the sample that nothing interrupted."""
+    clean = config(tmp_path_factory.mktemp("clean"))
+    assert run(spark, clean).exit_code == Exit.OK
+    return contents(Lakehouse(spark, clean.storage))
+
+
 @pytest.mark.parametrize("stage", ["bronze", "silver", "gold"])
 def test_a_run_killed_while_a_stage_writes_converges_to_the_uninterrupted_tables(
-    spark: SparkSession, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, stage: str
+    spark: SparkSession,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    stage: str,
+    uninterrupted: dict[str, list[tuple[Any, ...]]],
 ) -> None:
     # bronze writes binlog_events and its quarantine rows, then binlog_files: killed at the second
     # write, its events are written and binlog_files does not know the files yet
-    clean = config(tmp_path / "clean")
-    assert run(spark, clean).exit_code == Exit.OK
-
     killed = config(tmp_path / "killed")
     real = Lakehouse.write
     writes = {"n": 0}
@@ -72,7 +81,7 @@ def test_a_run_killed_while_a_stage_writes_converges_to_the_uninterrupted_tables
     assert (again.exit_code, again.stages) == (Exit.OK, ["bronze", "silver", "gold"])
     assert again.files_built[stage] == 5  # every file was still pending for the killed stage
 
-    want = contents(Lakehouse(spark, clean.storage))
+    want = uninterrupted
     got = contents(Lakehouse(spark, killed.storage))
     assert sorted(got) == sorted(want)
     for name in want:
