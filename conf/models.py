@@ -159,7 +159,9 @@ class SparkSettings(Section):
         description=(
             "Maven coordinates (`group:artifact:version`) resolved with Ivy at start-up "
             "(`spark.jars.packages`). The default is the Delta Lake artifact matching the installed "
-            "pyspark and delta-spark. Add e.g. `org.apache.hadoop:hadoop-aws:<version>` for s3a://."
+            "pyspark and delta-spark. Add e.g. `org.apache.hadoop:hadoop-aws:<version>` for s3a://. "
+            "Once `python -m pipelines.session --warm` has resolved them, a JVM this process starts "
+            "takes the resolved jars from `ivy_dir` directly (`spark.jars`), without asking Ivy again."
         ),
     )
     jars: list[PathOrUri] = Field(

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import json
 import os
 import re
 import sys
@@ -43,11 +44,13 @@ __all__ = [
     "DELTA_LOG_CACHE_SIZE",
     "LAUNCH_SETTINGS",
     "MALLOC_ARENA_MAX",
+    "RESOLVED",
     "build_spark",
     "cached_jar",
     "derby_metastore_url",
     "launcher_conf",
     "local_cores",
+    "resolved_jars",
     "run_sql",
     "spark_options",
 ]
@@ -127,8 +130,11 @@ def spark_options(
     if launched is None:
         if cfg.master is not None:
             options["spark.master"] = cfg.master
+        resolved = None if cfg.jars else resolved_jars(cfg.ivy_dir, cfg.packages)
         if cfg.jars:
             options["spark.jars"] = ",".join(cfg.jars)
+        elif resolved:
+            options["spark.jars"] = ",".join(resolved)
         elif cfg.packages:
             options["spark.jars.packages"] = ",".join(cfg.packages)
         options["spark.jars.ivy"] = cfg.ivy_dir
@@ -242,6 +248,34 @@ def _output_to(log_file: str | None) -> Iterator[None]:
             os.close(fd)
 
 
+RESOLVED = "binlog-lakehouse-resolved.json"
+"""File in the Ivy directory naming the jars a resolution of the configured packages gave."""
+
+
+def resolved_jars(ivy_dir: str, packages: Sequence[str]) -> list[str] | None:
+    """The jars an earlier resolution of ``packages`` left in ``ivy_dir`` (:func:`warm` records
+    them), when every one is still there; None otherwise.  A JVM started with them as
+    ``spark.jars`` skips Ivy's resolution (a second or two, and its console output)."""
+    if not packages:
+        return None
+    try:
+        data = json.loads((Path(ivy_dir) / RESOLVED).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    jars = data.get("jars") if isinstance(data, dict) and data.get("packages") == list(packages) else None
+    if not jars or not all(Path(jar.removeprefix("file:")).is_file() for jar in jars):
+        return None
+    return [str(jar) for jar in jars]
+
+
+def _record_resolution(spark: SparkSession, cfg: SparkSettings) -> None:
+    """Remember the jars Ivy resolved for ``cfg.packages`` in this JVM (:func:`resolved_jars`)."""
+    jars = [jar for jar in spark.sparkContext.getConf().get("spark.jars", "").split(",") if jar]
+    if jars:
+        record = {"packages": list(cfg.packages), "jars": jars}
+        Path(cfg.ivy_dir, RESOLVED).write_text(json.dumps(record, indent=1), encoding="utf-8")
+
+
 def cached_jar(ivy_dir: str, coordinate: str) -> Path:
     """Where Spark's Ivy resolution puts the jar of ``group:artifact:version``."""
     group, artifact, version = coordinate.split(":")
@@ -256,12 +290,15 @@ def warm(cfg: SparkSettings, *, force: bool = False) -> list[Path]:
             raise FileNotFoundError(f"spark.jars lists missing files: {', '.join(missing)}")
         return [Path(jar) for jar in cfg.jars]
     wanted = [cached_jar(cfg.ivy_dir, coordinate) for coordinate in cfg.packages]
-    if force or not all(jar.is_file() for jar in wanted):
+    fresh = force or not all(jar.is_file() for jar in wanted)
+    if fresh or resolved_jars(cfg.ivy_dir, cfg.packages) is None:
         # the probe goes by path: no metastore is opened (a running job may hold an embedded one)
         update = {"master": "local[1]", "ui_enabled": False, "catalog": None, "metastore_dir": None}
         settings = cfg.model_copy(update=update)
+        (Path(cfg.ivy_dir) / RESOLVED).unlink(missing_ok=True)  # this probe resolves with Ivy
         spark = build_spark(settings)
         try:
+            _record_resolution(spark, cfg)
             with tempfile.TemporaryDirectory(prefix="binlog-lakehouse-warm-") as scratch:
                 table = str(Path(scratch) / "probe")
                 spark.range(1).write.format("delta").save(table)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 from pathlib import Path
@@ -16,10 +17,12 @@ from pipelines.session import (
     DELTA_LOG_CACHE_SIZE,
     LAUNCH_SETTINGS,
     MALLOC_ARENA_MAX,
+    RESOLVED,
     build_spark,
     cached_jar,
     local_cores,
     main,
+    resolved_jars,
     run_sql,
     spark_options,
 )
@@ -66,6 +69,38 @@ def test_jars_are_used_instead_of_packages() -> None:
     options = spark_options(SparkSettings(jars=["/opt/jars/delta-spark.jar", "/opt/jars/delta-storage.jar"]))
     assert options["spark.jars"] == "/opt/jars/delta-spark.jar,/opt/jars/delta-storage.jar"
     assert "spark.jars.packages" not in options
+
+
+def _resolution(ivy: Path, packages: list[str], jars: list[Path]) -> None:
+    (ivy / RESOLVED).write_text(json.dumps({"packages": packages, "jars": [f"file://{j}" for j in jars]}))
+
+
+def test_the_jars_an_earlier_resolution_left_are_used_and_ivy_is_not_asked_again(tmp_path: Path) -> None:
+    jars = [tmp_path / "jars" / "io.delta_delta-spark_4.2_2.13-4.4.0.jar", tmp_path / "jars" / "dep.jar"]
+    jars[0].parent.mkdir()
+    for jar in jars:
+        jar.write_bytes(b"PK")
+    _resolution(tmp_path, [DELTA], jars)
+    options = spark_options(SparkSettings(ivy_dir=str(tmp_path)))
+    assert options["spark.jars"] == ",".join(f"file://{j}" for j in jars)
+    assert "spark.jars.packages" not in options
+    assert resolved_jars(str(tmp_path), [DELTA]) == [f"file://{j}" for j in jars]
+
+
+@pytest.mark.parametrize("change", ["a jar is gone", "other packages", "unreadable record"])
+def test_an_earlier_resolution_that_no_longer_fits_sends_spark_to_ivy_again(tmp_path: Path, change: str) -> None:
+    jar = tmp_path / "delta.jar"
+    jar.write_bytes(b"PK")
+    _resolution(tmp_path, [DELTA], [jar])
+    if change == "a jar is gone":
+        jar.unlink()
+    elif change == "other packages":
+        _resolution(tmp_path, ["io.delta:delta-spark_4.2_2.13:9.9.9"], [jar])
+    else:
+        (tmp_path / RESOLVED).write_text("{not json")
+    options = spark_options(SparkSettings(ivy_dir=str(tmp_path)))
+    assert options["spark.jars.packages"] == DELTA
+    assert "spark.jars" not in options
 
 
 def test_null_master_leaves_the_master_to_spark_submit() -> None:
