@@ -242,10 +242,9 @@ _PASSED = (
 """Bronze columns of a TABLE_MAP row that ``table_maps`` keeps as they are."""
 
 
-def map_row(row: dict[str, Any], table_map: TableMap, flavor: Flavor, fde_text: str) -> dict[str, Any]:
-    """A ``table_maps`` row (names not resolved yet) for a decoded map."""
+def map_fields(table_map: TableMap, flavor: Flavor, body: bytes, fde_text: str) -> dict[str, Any]:
+    """The ``table_maps`` fields a decoded map gives, the same for every event carrying its body."""
     return {
-        **{name: row[name] for name in _PASSED},
         "table_id": table_map.table_id,
         "flags": table_map.flags,
         "schema_name": table_map.schema,
@@ -258,8 +257,7 @@ def map_row(row: dict[str, Any], table_map: TableMap, flavor: Flavor, fde_text: 
         "optional_fields": list(table_map.optional_fields),
         "unknown_optional": [{"field_type": t, "value": v} for t, v in table_map.unknown_optional],
         "fingerprint": table_map.fingerprint,
-        "in_force_from": row["offset"],
-        "shape_key": shape_key(row["body"], fde_text),
+        "shape_key": shape_key(body, fde_text),
         "event_type_name": "TABLE_MAP",
     }
 
@@ -284,6 +282,76 @@ def _batch(rows: list[dict[str, Any]], schema: pa.Schema) -> pa.RecordBatch:
     return pa.RecordBatch.from_pylist([{name: r.get(name) for name in schema.names} for r in rows], schema=schema)
 
 
+MAX_DISTINCT_MAPS = 4096
+"""Distinct TABLE_MAP bodies a worker keeps decoded (a binlog repeats a few of them many times)."""
+
+
+class _Decoded:
+    """The TABLE_MAPs one worker decoded: each distinct ``(body, FORMAT_DESCRIPTION)`` once, its
+    ``table_maps`` fields kept as one Arrow row of :attr:`fields` (or the error it raised)."""
+
+    def __init__(self, schema: pa.Schema) -> None:
+        self.schema = pa.schema([schema.field(name) for name in schema.names if name in _DERIVED])
+        self.index: dict[tuple[bytes, str], int | BinlogError] = {}
+        self.rows: list[dict[str, Any]] = []
+        self.maps: list[TableMap] = []
+        self._fields: pa.Table | None = None
+
+    def find(self, body: bytes, fde_text: str) -> int | BinlogError:
+        """The position of the map in :attr:`fields`, or the error its body raises."""
+        key = (body, fde_text)
+        found = self.index.get(key)
+        if found is None:
+            fde = description(fde_text)
+            try:
+                table_map = decode_table_map(body, fde)
+            except BinlogError as exc:
+                found = as_event_problem(exc)
+            else:
+                found = len(self.rows)
+                self.rows.append(map_fields(table_map, fde.flavor, body, fde_text))
+                self.maps.append(table_map)
+            self.index[key] = found
+            self._fields = None
+        return found
+
+    def forget_if_full(self) -> None:
+        """Start again once :data:`MAX_DISTINCT_MAPS` are kept (between batches only)."""
+        if len(self.index) >= MAX_DISTINCT_MAPS:
+            self.index.clear()
+            self.rows.clear()
+            self.maps.clear()
+            self._fields = None
+
+    @property
+    def fields(self) -> pa.Table:
+        """One row per decoded map: the fields of :data:`_DERIVED`."""
+        if self._fields is None:
+            self._fields = pa.Table.from_pylist(self.rows, schema=self.schema)
+        return self._fields
+
+
+_DERIVED = frozenset(
+    {
+        "table_id",
+        "flags",
+        "schema_name",
+        "table_name",
+        "column_count",
+        "column_types",
+        "column_names",
+        "columns",
+        "primary_key",
+        "optional_fields",
+        "unknown_optional",
+        "fingerprint",
+        "shape_key",
+        "event_type_name",
+    }
+)
+"""The ``table_maps`` fields that come from the map itself (:func:`map_fields`)."""
+
+
 def table_map_rows(
     batches: Iterator[pa.RecordBatch], schema: pa.Schema, fdes: Descriptions
 ) -> Iterator[pa.RecordBatch]:
@@ -293,27 +361,51 @@ def table_map_rows(
     body and the rows events that read with the map); a map with a warning (an
     optional-metadata field of an unknown type, kept raw) gives its map row and a warning row
     (``problem_severity = 'warning'``).  The same body under the same FORMAT_DESCRIPTION is
-    decoded once per partition.
+    decoded once per worker; each output column is then taken from the batch (what bronze
+    recorded) or from the decoded maps (what the map says) by position, in Arrow.
     """
-    cache: dict[tuple[bytes, str], TableMap] = {}
+    decoded = _Decoded(schema)
     for batch in batches:
-        out = []
-        for row in batch.to_pylist():
-            fde_text = fdes[(row["file"], row["fde_offset"])]
-            key = (row["body"], fde_text)
-            fde = description(fde_text)
-            try:
-                table_map = cache.get(key) or decode_table_map(row["body"], fde)
-            except BinlogError as exc:
-                out.append(_error_row(row, as_event_problem(exc), "TABLE_MAP"))
-                continue
-            if len(cache) > 4096:
-                cache.clear()
-            cache[key] = table_map
-            out.append(map_row(row, table_map, fde.flavor, fde_text))
-            out += [_error_row(row, warning, "TABLE_MAP") for warning in optional_metadata_warnings(table_map)]
-        if out:
-            yield _batch(out, schema)
+        decoded.forget_if_full()
+        bodies = batch.column("body").to_pylist()
+        places = zip(batch.column("file").to_pylist(), batch.column("fde_offset").to_pylist(), strict=True)
+        rows: list[int] = []
+        maps: list[int] = []
+        for i, (body, place) in enumerate(zip(bodies, places, strict=True)):
+            found = decoded.find(body, fdes[place])
+            warnings = [] if isinstance(found, BinlogError) else optional_metadata_warnings(decoded.maps[found])
+            if isinstance(found, int):
+                rows.append(i)
+                maps.append(found)
+            if isinstance(found, BinlogError) or warnings:  # rare: the rows so far, then the problems
+                if rows:
+                    yield _take(batch, decoded.fields, rows, maps, schema)
+                    rows, maps = [], []
+                row = batch.slice(i, 1).to_pylist()[0]
+                problems = warnings if isinstance(found, int) else [found]
+                yield _batch([_error_row(row, problem, "TABLE_MAP") for problem in problems], schema)
+        if rows:
+            yield _take(batch, decoded.fields, rows, maps, schema)
+
+
+def _take(
+    batch: pa.RecordBatch, fields: pa.Table, rows: list[int], maps: list[int], schema: pa.Schema
+) -> pa.RecordBatch:
+    """Output rows for the events at ``rows`` of ``batch``, whose maps are at ``maps`` of ``fields``."""
+    in_batch = pa.array(rows, type=pa.int32())
+    in_maps = pa.array(maps, type=pa.int32())
+    columns = []
+    for out in schema:
+        if out.name == "in_force_from":
+            column = batch.column("offset").take(in_batch)
+        elif out.name in _DERIVED:
+            column = fields.column(out.name).take(in_maps).combine_chunks()
+        elif out.name in _PASSED:
+            column = batch.column(out.name).take(in_batch)
+        else:
+            column = pa.nulls(len(rows), type=out.type)
+        columns.append(column if column.type == out.type else column.cast(out.type))
+    return pa.RecordBatch.from_arrays(columns, schema=schema)
 
 
 def vars_of(status_vars: object) -> dict[str, Any]:
@@ -397,7 +489,7 @@ __all__ = [
     "ROWS_EVENT_TYPES",
     "Descriptions",
     "description",
-    "map_row",
+    "map_fields",
     "mysql_type",
     "query_rows",
     "shape_key",
