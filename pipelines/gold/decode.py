@@ -277,6 +277,8 @@ class _Ready:
     table: int
     width: int
     routes: list[tuple[int, int | None, Convert | None, ConvertRaw | None]]
+    ordinal: int
+    """Its place among the plans the worker has decoded (:attr:`GoldDecoder.readies`)."""
 
 
 @dataclass
@@ -284,6 +286,8 @@ class _Rows:
     """Output rows of one gold table (or the problems: table -1) for one input batch."""
 
     events: list[int] = field(default_factory=list)
+    plans: list[int] = field(default_factory=list)
+    """The :attr:`_Ready.ordinal` of each change's plan (changes only)."""
     values: dict[str, list[Any]] = field(default_factory=dict)
     before: list[list[Any] | None] = field(default_factory=list)
     after: list[list[Any] | None] = field(default_factory=list)
@@ -315,6 +319,8 @@ class GoldDecoder:
         self.image_types = [self.schema.field(f"t{i}").type for i in range(len(images))]
         self.widths = [len(image.fields) for image in images]
         self._ready: dict[str, _Ready] = {}
+        self.readies: list[_Ready] = []
+        self._per_plan: dict[str, pa.Array] = {}
         self._fdes: dict[str, FormatDescription] = {}
 
     def fde(self, text: str) -> FormatDescription:
@@ -346,7 +352,18 @@ class GoldDecoder:
                 plan.table,
                 self.widths[plan.table],
                 routes,
+                len(self.readies),
             )
+            self.readies.append(found)
+            self._per_plan.clear()
+        return found
+
+    def per_plan(self, name: str, arrow_type: pa.DataType) -> pa.Array:
+        """Column ``name`` of :data:`PER_PLAN` for every plan decoded so far, by ordinal."""
+        found = self._per_plan.get(name)
+        if found is None:
+            of = PER_PLAN[name]
+            found = self._per_plan[name] = pa.array([of(ready) for ready in self.readies], type=arrow_type)
         return found
 
     def decode_batch(self, batch: pa.RecordBatch) -> Iterator[pa.RecordBatch]:
@@ -386,12 +403,9 @@ class GoldDecoder:
                         absent_after=_absent(after, ready.names),
                         undecoded_before=_undecoded(before, ready.names),
                         undecoded_after=_undecoded(after, ready.names),
-                        column_names=ready.names,
-                        column_kinds=ready.kinds,
-                        schema_name=ready.table_map.schema,
-                        table_name=ready.table_map.table,
                         table_id=header.table_id,
                     )
+                    rows.plans.append(ready.ordinal)
                     rows.before.append(_typed(before, ready))
                     rows.after.append(_typed(after, ready))
             if problems:
@@ -440,6 +454,11 @@ class GoldDecoder:
                 arrays.append(pa.array([s * 1_000_000 for s in seconds], type=arrow_field.type))
             elif name == "gold_table":
                 arrays.append(pa.array([self.tables[table] if table >= 0 else None] * n, type=pa.string()))
+            elif name in PER_PLAN:
+                if table >= 0:
+                    arrays.append(self.per_plan(name, arrow_field.type).take(pa.array(rows.plans, type=pa.int32())))
+                else:
+                    arrays.append(pa.nulls(n, type=arrow_field.type))
             elif name.startswith("t") and name[1:].isdigit():
                 index = int(name[1:])
                 if index != table:
@@ -463,6 +482,15 @@ class GoldDecoder:
             mask = pa.array([image is None for image in images], type=pa.bool_())
             sides.append(pa.StructArray.from_arrays(children, fields=list(image_type), mask=mask))
         return pa.StructArray.from_arrays(sides, fields=list(struct_type))
+
+
+PER_PLAN: dict[str, Callable[[_Ready], object]] = {
+    "column_names": lambda ready: ready.names,
+    "column_kinds": lambda ready: ready.kinds,
+    "schema_name": lambda ready: ready.table_map.schema,
+    "table_name": lambda ready: ready.table_map.table,
+}
+"""Output columns every change of one plan shares: built once per plan, taken by position."""
 
 
 def _no_map(table_id: int | None, offset: int | None, inner_index: int | None) -> str:
@@ -500,10 +528,12 @@ def _json_text(image: Row | None, columns: tuple[Column, ...]) -> str | None:
 def _absent(image: Row | None, names: list[str]) -> list[str] | None:
     if image is None:
         return None
+    if ABSENT not in image:  # the common case, checked in C
+        return []
     return [name for name, value in zip(names, image, strict=False) if value is ABSENT]
 
 
-_OTHER_FORMS = (UndecodedText, JsonPartialUpdate)
+_OTHER_FORMS = frozenset({UndecodedText, JsonPartialUpdate})
 """Values an image holds in another form: text whose bytes do not decode, a partial JSON update."""
 
 
@@ -511,7 +541,9 @@ def _undecoded(image: Row | None, names: list[str]) -> list[str] | None:
     """Columns whose image holds another form than the value: text kept as bytes, JSON diffs."""
     if image is None:
         return None
-    return [name for name, value in zip(names, image, strict=False) if isinstance(value, _OTHER_FORMS)]
+    if _OTHER_FORMS.isdisjoint(map(type, image)):  # the common case, checked in C
+        return []
+    return [name for name, value in zip(names, image, strict=False) if type(value) in _OTHER_FORMS]
 
 
 def decode_partition(
