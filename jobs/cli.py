@@ -22,6 +22,7 @@ of a second.
 from __future__ import annotations
 
 import argparse
+import gc
 import io
 import os
 import sys
@@ -29,13 +30,12 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import IO, TYPE_CHECKING
 
-from conf.loader import ConfigError, load_config
-from conf.models import AppConfig
 from pipelines.exits import Exit
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
+    from conf.models import AppConfig
     from pipelines.query.engine import Result
 
 STAGES = ("bronze", "silver", "gold")
@@ -119,6 +119,9 @@ def main(
         return Exit.USAGE if exc.code else Exit.OK
     if args.command == SQL:
         return _sql(args, config, spark)
+    gc.enable()
+    from conf.loader import ConfigError, load_config  # noqa: PLC0415
+
     try:
         cfg = config or load_config(args.config)
     except ConfigError as exc:
@@ -287,6 +290,8 @@ def _sql(args: argparse.Namespace, config: AppConfig | None, spark: SparkSession
     if isinstance(statements, str):
         _say(statements)
         return Exit.USAGE
+    from conf.loader import ConfigError, load_config  # noqa: PLC0415
+
     try:
         cfg = config or load_config(getattr(args, "config", None))
     except ConfigError as exc:
@@ -401,7 +406,15 @@ def console() -> None:
     After ``sql`` with the embedded engine the process ends at once (``os._exit``, output flushed):
     tearing down DuckDB, delta-rs' runtime and the module graph costs more than the query, and
     leaves nothing to save. Commands that started Spark exit normally, so that it stops cleanly.
+
+    A command's start is mostly imports (the config models, SQL dialects, DuckDB): they build many
+    long-lived objects and no garbage cycles, so the cyclic collector only costs time there. It is
+    off until :func:`main` has chosen a command that runs Spark; ``sql`` keeps it off (reference
+    counting frees its results). Pydantic's plugin discovery (a scan of every installed
+    distribution) is skipped unless the environment asks for plugins.
     """
+    gc.disable()
+    os.environ.setdefault("PYDANTIC_DISABLE_PLUGINS", "__all__")
     argv = sys.argv[1:]
     code = main(argv)
     if _embedded_sql(argv):
