@@ -9,6 +9,7 @@
 from conf.loader import DEFAULT_CONFIG, ENV_PREFIX, ConfigError, load_config
 from conf.models import (
     AppConfig,
+    CurrentSettings,
     DecoderSettings,
     InputSettings,
     PathOrUri,
@@ -26,6 +27,7 @@ __all__ = [
     "ENV_PREFIX",
     "AppConfig",
     "ConfigError",
+    "CurrentSettings",
     "DecoderSettings",
     "InputSettings",
     "PathOrUri",

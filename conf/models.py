@@ -372,6 +372,16 @@ class StorageSettings(Section):
         pattern=_DATABASE_NAME,
         description="Catalog database of the gold change tables.",
     )
+    current_database: str = Field(
+        default="binlog_current",
+        pattern=_DATABASE_NAME,
+        description="Catalog database of the current-state tables (one per gold change table).",
+    )
+    history_database: str = Field(
+        default="binlog_history",
+        pattern=_DATABASE_NAME,
+        description="Catalog database of the row-history tables (SCD type 2, one per gold change table).",
+    )
     quality_database: str = Field(
         default="binlog_quality",
         pattern=_DATABASE_NAME,
@@ -435,6 +445,18 @@ CheckName = Literal[
 """The quality checks (their rules are data in `pipelines/quality/rules.py`)."""
 
 
+class CurrentSettings(Section):
+    """The current stage: current state (`binlog_current`) and row history (`binlog_history`) of every gold table."""
+
+    enabled: bool = Field(
+        default=False,
+        description=(
+            "Build the current-state and history tables after gold in `run` (the `current` command builds "
+            "them whatever this says). Each table is replayed whole when gold has (re)built files."
+        ),
+    )
+
+
 class QualitySettings(Section):
     """What the quality gates do when a check fails (rules: `pipelines/quality/rules.py`)."""
 
@@ -457,6 +479,7 @@ class AppConfig(Section):
     storage: StorageSettings = Field(description="Delta Lake output.")
     decoder: DecoderSettings = Field(default_factory=DecoderSettings, description="Binlog decoding.")
     silver: SilverSettings = Field(default_factory=SilverSettings, description="Silver layer options.")
+    current: CurrentSettings = Field(default_factory=CurrentSettings, description="Current-state and history tables.")
     quality: QualitySettings = Field(default_factory=QualitySettings, description="Quality gates.")
 
     @model_validator(mode="after")

@@ -38,7 +38,7 @@ if TYPE_CHECKING:
     from conf.models import AppConfig
     from pipelines.query.engine import Result
 
-STAGES = ("bronze", "silver", "gold")
+STAGES = ("bronze", "silver", "gold", "current")
 """The stages in order (``pipelines.run.STAGES``; kept here so that ``sql`` need not import Spark)."""
 PROGRESS_EVERY = 10.0
 COMMANDS = {"run": STAGES, **{stage: (stage,) for stage in STAGES}}

@@ -38,6 +38,7 @@ from conf.models import AppConfig
 from pipelines.bronze.discover import list_files
 from pipelines.bronze.stage import BronzeStage
 from pipelines.control import Interrupted
+from pipelines.current.stage import CurrentStage
 from pipelines.exits import SHORT, Exit
 from pipelines.gold.stage import GoldStage
 from pipelines.progress import LakeState, SparkProgress, file_predicate
@@ -48,14 +49,15 @@ from pipelines.stage import Built, Context, Stage
 from pipelines.storage import Lakehouse, TableRef, Write
 from pipelines.tables import GATE_RESULTS, QUARANTINE, Layer
 
-STAGES = ("bronze", "silver", "gold")
-UPSTREAM = {"silver": "bronze", "gold": "silver"}
+STAGES = ("bronze", "silver", "gold", "current")
+UPSTREAM = {"silver": "bronze", "gold": "silver", "current": "gold"}
 """The stage each stage builds from."""
 
 STAGE_OBJECTS: dict[str, Callable[[], Stage[Any]]] = {
     "bronze": BronzeStage,
     "silver": SilverStage,
     "gold": GoldStage,
+    "current": CurrentStage,
 }
 """Stage name -> the stage (every stage the same shape: build, gate, write)."""
 
@@ -173,6 +175,8 @@ def _gate(ctx: Context, stage: str, out: Built, report: RunReport, quality: Qual
     """Run the stage's gate on its facts: raise :class:`GateFailed` on a ``fail`` check, else add
     the quarantine rows a failed ``quarantine`` check asks for."""
     outcome = run_gate(stage, out.facts, ctx.cfg.quality, quality, ctx.run_id)
+    if not outcome.results:
+        return
     report.gates.append(outcome)
     failing = [f"{r.rule.name} ({action})" for r, action in outcome.results if not r.success]
     ctx.say(f"gate: {len(outcome.results)} check(s), " + (f"failed: {', '.join(failing)}" if failing else "all pass"))
@@ -247,6 +251,8 @@ def run(
     ctx = Context(spark, cfg, lake, report.run_id, expect_gate=quality.prepare)
     tracker = spark.sparkContext.statusTracker()
     started = time.monotonic()
+    if not cfg.current.enabled and len(stages) > 1:
+        stages = [name for name in stages if name != "current"]
     try:
         for name in stages:
             report.interrupted = name

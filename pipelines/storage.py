@@ -132,6 +132,8 @@ class Write:
     mode: Mode = "replace"
     merge_schema: bool = False
     fresh: bool = False
+    properties: Mapping[str, str] = field(default_factory=dict)
+    """Delta table properties the write sets (``delta.enableChangeDataFeed``, ...)."""
 
 
 _REGEX_SPECIAL = re.compile(r"([.^$+?()\[\]{}\\])")
@@ -174,6 +176,8 @@ class Lakehouse:
             Layer.BRONZE: self.settings.bronze_database,
             Layer.SILVER: self.settings.silver_database,
             Layer.GOLD: self.settings.gold_database,
+            Layer.CURRENT: self.settings.current_database,
+            Layer.HISTORY: self.settings.history_database,
             Layer.QUALITY: self.settings.quality_database,
         }
         if layer not in databases:
@@ -235,6 +239,8 @@ class Lakehouse:
                 writer = writer.mode("append")
             if write.merge_schema:
                 writer = writer.option("mergeSchema", "true")
+            for name, value in write.properties.items():
+                writer = writer.option(name, value)
             writer.save(path)
         with self._lock:
             self.commits += 1

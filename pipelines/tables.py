@@ -46,11 +46,13 @@ class Layer(StrEnum):
     SILVER = "silver"
     GOLD = "gold"
     QUALITY = "quality"
+    CURRENT = "current"
+    HISTORY = "history"
     STATE = "_state"
     """Bookkeeping: never registered in the catalog."""
 
 
-CATALOGED: tuple[Layer, ...] = (Layer.BRONZE, Layer.SILVER, Layer.GOLD, Layer.QUALITY)
+CATALOGED: tuple[Layer, ...] = (Layer.BRONZE, Layer.SILVER, Layer.GOLD, Layer.CURRENT, Layer.HISTORY, Layer.QUALITY)
 """The layers whose tables have a catalog database (every one but the bookkeeping)."""
 
 
@@ -547,6 +549,79 @@ def typed_change_table(name: str, image: StructType) -> TableSpec:
 TYPED_CHANGES_EXAMPLE = typed_change_table("<schema>__<table>", StructType([]))
 """The typed change tables as the README lists them."""
 
+# -- current state and history -------------------------------------------------------------------
+
+CURRENT_META = (
+    _nn("_server", _STR, "the server whose table this row is of"),
+    _nn("_op", _STR, "the change that gave the row these values: insert | update"),
+    _c("_gtid", _STR, "GTID of that change's transaction"),
+    _c("_committed_at", _TS, "when that transaction committed (null: its file holds no end for it)"),
+    _c("_sequence", _LONG, "sequence number of the file of that change"),
+    _nn("_file", _STR, "the file of that change"),
+    _nn("_offset", _LONG, "its rows event's offset"),
+    _c("_inner_index", _INT, "its inner index"),
+    _nn("_row_index", _INT, "its row inside the rows event"),
+)
+"""What every current-state row says of the change that last set it (after the source columns)."""
+
+HISTORY_META = (
+    *CURRENT_META[:2],
+    CURRENT_META[2],
+    _c("_valid_from", _TS, "commit time of the change that opened this version"),
+    _c("_valid_to", _TS, "commit time of the step that closed it (null: still current, or no end known)"),
+    _nn("_is_current", _BOOL, "the version is the row as it is now"),
+    _c("_closed_by", _STR, "what closed it: update | delete | truncate | drop | create | drop_database | rename_from"),
+    _c("_valid_from_sequence", _LONG, "sequence number of the file of the opening change"),
+    _nn("_valid_from_file", _STR, "the file of the opening change"),
+    _nn("_valid_from_offset", _LONG, "its offset"),
+    _c("_valid_from_inner_index", _INT, "its inner index"),
+    _nn("_valid_from_row_index", _INT, "its row inside the rows event"),
+    _c("_valid_to_sequence", _LONG, "sequence number of the file of the closing step"),
+    _c("_valid_to_file", _STR, "the file of the closing step (null: still current)"),
+    _c("_valid_to_offset", _LONG, "its offset"),
+    _c("_valid_to_inner_index", _INT, "its inner index"),
+    _c("_valid_to_row_index", _INT, "its row inside the rows event (null: a DDL statement)"),
+)
+"""What every history row says of the versions' bounds (after the source columns)."""
+
+
+def _source_columns(image: StructType) -> tuple[Col, ...]:
+    return tuple(Col(f.name, f.dataType, f.metadata.get("comment") or "source column " + f.name) for f in image.fields)
+
+
+def current_table(name: str, image: StructType) -> TableSpec:
+    """The spec of ``binlog_current.<name>``: the source columns of gold table ``name`` (``image``), at top level."""
+    return TableSpec(
+        Layer.CURRENT,
+        name,
+        "live row of one source table as the binlogs leave it: its columns under their own names and types, "
+        "the change that last set it",
+        (*_source_columns(image), *CURRENT_META),
+        ("_server", "_file", "_offset", "_inner_index", "_row_index"),
+    )
+
+
+def history_table(name: str, image: StructType) -> TableSpec:
+    """The spec of ``binlog_history.<name>``: every version of every row of gold table ``name``."""
+    return TableSpec(
+        Layer.HISTORY,
+        name,
+        "version of a row of one source table (SCD type 2): its columns, the change that opened it, "
+        "valid from/to (commit times and binlog positions)",
+        (*_source_columns(image), *HISTORY_META),
+        (
+            "_server",
+            "_valid_from_file",
+            "_valid_from_offset",
+            "_valid_from_inner_index",
+            "_valid_from_row_index",
+        ),
+    )
+
+
+CURRENT_EXAMPLE = current_table("<schema>__<table>", StructType([]))
+HISTORY_EXAMPLE = history_table("<schema>__<table>", StructType([]))
+
 # -- quality and bookkeeping ---------------------------------------------------------------------
 
 GATE_RESULTS = TableSpec(
@@ -692,6 +767,8 @@ TABLES: tuple[TableSpec, ...] = (
     SCHEMA_HISTORY,
     CHANGES,
     TYPED_CHANGES_EXAMPLE,
+    CURRENT_EXAMPLE,
+    HISTORY_EXAMPLE,
     GATE_RESULTS,
     PROGRESS,
     GOLD_PLANS,
@@ -714,12 +791,16 @@ __all__ = [
     "BINLOG_FILES",
     "CHANGES",
     "CHANGE_COORDINATES",
+    "CURRENT_EXAMPLE",
+    "CURRENT_META",
     "DDL_EVENTS",
     "DDL_OBJECT",
     "EVENT_CLASSES",
     "GATE_RESULTS",
     "GOLD_PLANS",
     "HISTORY_COLUMN",
+    "HISTORY_EXAMPLE",
+    "HISTORY_META",
     "PROGRESS",
     "QUARANTINE",
     "SCHEMA_HISTORY",
@@ -733,6 +814,8 @@ __all__ = [
     "Layer",
     "TableSpec",
     "conform",
+    "current_table",
+    "history_table",
     "readme_table",
     "typed_change_table",
 ]

@@ -149,6 +149,8 @@ def run_gate(
         project = _in_memory = _in_memory or QualityProject(None)
     configured: dict[str, Action] = {str(k): v for k, v in settings.actions.items()}
     rules = [r for r in RULES if r.gate == gate and r.name not in settings.disabled]
+    if not rules:
+        return GateOutcome(gate, [])
     actions = {r.name: configured.get(r.name, r.action) for r in rules}
     results = project.validate(gate, facts, rules, actions, run_id)
     return GateOutcome(gate, [(r, actions[r.rule.name]) for r in results])

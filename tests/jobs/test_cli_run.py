@@ -211,7 +211,7 @@ def lake_rows(root: Path, binlogs: Path) -> dict[str, list[str]]:
     from deltalake import DeltaTable
 
     tables: dict[str, list[str]] = {}
-    for layer in ("bronze", "silver", "gold"):
+    for layer in ("bronze", "silver", "gold", "current", "history"):
         for folder in sorted((root / layer).iterdir()):
             if (folder / "_delta_log").is_dir():
                 data = DeltaTable(str(folder)).to_pyarrow_table()

@@ -28,6 +28,8 @@ def test_the_readme_lists_exactly_the_declared_tables_under_the_default_database
         Layer.BRONZE: settings.bronze_database,
         Layer.SILVER: settings.silver_database,
         Layer.GOLD: settings.gold_database,
+        Layer.CURRENT: settings.current_database,
+        Layer.HISTORY: settings.history_database,
         Layer.QUALITY: settings.quality_database,
         Layer.STATE: Layer.STATE.value,
     }

@@ -1,0 +1,187 @@
+"""Current state and row history against real servers: every ``binlog_current`` table equals the
+server's own ``SELECT *`` after the workload, for FULL, MINIMAL and NOBLOB row images.
+
+Three private MariaDB servers (one per ``binlog_row_image``) run the same workload over three
+binlog files each: inserts, updates, deletes, REPLACE, INSERT ... ON DUPLICATE KEY UPDATE, a
+table without a primary key (a multiset: a duplicate row inserted twice, one of them deleted),
+TRUNCATE, DROP TABLE and a CREATE of the same name with other columns, DROP DATABASE, and an
+update that MINIMAL and NOBLOB images log partially. Their binlogs go into one input, a folder
+per server, so the same schema and table names of three servers share one lakehouse and must
+never mix.
+"""
+
+from __future__ import annotations
+
+import io
+import shutil
+from collections import Counter
+from collections.abc import Iterator
+from dataclasses import dataclass
+from decimal import Decimal
+from itertools import pairwise
+from typing import Any
+
+import pytest
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+
+from conf import AppConfig, InputSettings, StorageSettings
+from conf.models import CurrentSettings
+from pipelines.run import run
+from pipelines.storage import Lakehouse, Layer, Table
+from tests.harness.mariadb import DEFAULT_BINLOG_OPTIONS, MariaDBServer, ServerFactory
+
+IMAGES = ("FULL", "MINIMAL", "NOBLOB")
+TABLES = ("app.items", "app.tags", "app.tmp", "app.gone")
+"""The workload's tables that live on: their current state must equal the server's."""
+DROPPED = ("scratch.t",)
+"""Tables the workload drops (with their database): their current state must be empty."""
+
+WORKLOAD: tuple[tuple[str, ...], ...] = (
+    (
+        "CREATE DATABASE app",
+        "CREATE TABLE app.items (id INT PRIMARY KEY, name VARCHAR(40) NOT NULL, price DECIMAL(8,2), note TEXT)",
+        "CREATE TABLE app.tags (label VARCHAR(20), n INT)",
+        "CREATE TABLE app.tmp (id INT PRIMARY KEY, v INT)",
+        "INSERT INTO app.items VALUES (1,'one',1.50,'n1'),(2,'two',2.50,'n2'),(3,'three',3.50,NULL),"
+        "(4,'four',4.50,'n4'),(5,'five',5.50,'n5'),(6,'six',6.50,'n6')",
+        "INSERT INTO app.tags VALUES ('a',1),('a',1),('b',2),('c',NULL)",
+        "INSERT INTO app.tmp VALUES (1,1),(2,2)",
+    ),
+    (
+        "UPDATE app.items SET price = price + 1 WHERE id <= 3",
+        "DELETE FROM app.items WHERE id = 4",
+        "REPLACE INTO app.items VALUES (2,'two-b',9.99,'r2')",
+        "INSERT INTO app.items VALUES (5,'x',1.00,'y') ON DUPLICATE KEY UPDATE name = 'five-b'",
+        "DELETE FROM app.tags WHERE label = 'a' LIMIT 1",
+        "UPDATE app.tags SET n = 3 WHERE label = 'b'",
+        "TRUNCATE TABLE app.tmp",
+        "INSERT INTO app.tmp VALUES (3,3)",
+    ),
+    (
+        "CREATE TABLE app.gone (id INT PRIMARY KEY, v INT)",
+        "INSERT INTO app.gone VALUES (1,1),(2,2)",
+        "DROP TABLE app.gone",
+        "CREATE TABLE app.gone (k VARCHAR(5) PRIMARY KEY, w INT)",
+        "INSERT INTO app.gone VALUES ('a',5),('b',6)",
+        "UPDATE app.gone SET w = 7 WHERE k = 'b'",
+        "CREATE DATABASE scratch",
+        "CREATE TABLE scratch.t (id INT PRIMARY KEY, v INT)",
+        "INSERT INTO scratch.t VALUES (1,1),(2,2)",
+        "DROP DATABASE scratch",
+        "UPDATE app.items SET name = 'six-b' WHERE id = 6",
+    ),
+)
+"""Statements per binlog file (the logs are flushed between them)."""
+
+
+@dataclass
+class Built:
+    lake: Lakehouse
+    cfg: AppConfig
+    servers: dict[str, MariaDBServer]
+    """row image -> its server"""
+    folders: dict[str, str]
+    """row image -> the input folder of its binlogs"""
+
+
+def _server_rows(server: MariaDBServer, table: str) -> tuple[list[str], Counter[tuple[Any, ...]]]:
+    with server.connect() as conn, conn.cursor() as cur:
+        cur.execute(f"SELECT * FROM {table}")
+        names = [d[0] for d in cur.description]
+        return names, Counter(tuple(row) for row in cur.fetchall())
+
+
+def _of_server(frame: DataFrame, folder: str) -> DataFrame:
+    return frame.where(F.col("_server").startswith(f"file:{folder}/"))
+
+
+@pytest.fixture(scope="module")
+def built(
+    spark: SparkSession, mariadb_factory: ServerFactory, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[Built]:
+    inputs = tmp_path_factory.mktemp("current_input")
+    servers, folders = {}, {}
+    for image in IMAGES:
+        server = mariadb_factory({**DEFAULT_BINLOG_OPTIONS, "binlog_row_image": image})
+        server.flush_binary_logs()
+        first = server.current_binlog()
+        for statements in WORKLOAD:
+            with server.connect() as conn, conn.cursor() as cur:
+                for statement in statements:
+                    cur.execute(statement)
+                conn.commit()
+            server.flush_binary_logs()
+        folder = inputs / image.lower()
+        folder.mkdir()
+        for path in server.binlog_paths():
+            if path.name >= first and path.name != server.current_binlog():
+                shutil.copy(path, folder / path.name)
+        servers[image], folders[image] = server, str(folder)
+    cfg = AppConfig(
+        input=InputSettings(path=str(inputs), recursive=True),
+        storage=StorageSettings(root=str(tmp_path_factory.mktemp("current_lake")), register_tables=False),
+        current=CurrentSettings(enabled=True),
+    )
+    report = run(spark, cfg, err=io.StringIO(), progress_every=None)
+    assert report.exit_code == 0, report
+    yield Built(Lakehouse(spark, cfg.storage), cfg, servers, folders)
+
+
+@pytest.mark.parametrize("image", IMAGES)
+@pytest.mark.parametrize("table", TABLES)
+def test_the_current_state_of_each_table_equals_the_servers_rows_for_each_row_image(
+    built: Built, image: str, table: str
+) -> None:
+    names, expected = _server_rows(built.servers[image], table)
+    current = _of_server(built.lake.read(Table(Layer.CURRENT, table.replace(".", "__"))), built.folders[image])
+    got = Counter(tuple(row) for row in current.select(*names).collect())
+    assert got == expected
+
+
+@pytest.mark.parametrize("table", DROPPED)
+def test_a_table_of_a_dropped_database_has_no_current_rows(built: Built, table: str) -> None:
+    assert built.lake.read(Table(Layer.CURRENT, table.replace(".", "__"))).count() == 0
+    history = built.lake.read(Table(Layer.HISTORY, table.replace(".", "__")))
+    closed = {row._closed_by for row in history.collect()}
+    assert history.count() == 2 * len(IMAGES)
+    assert closed == {"drop_database"}
+
+
+def test_the_history_of_a_row_chains_its_versions_from_insert_to_now(built: Built) -> None:
+    history = _of_server(built.lake.read(Table(Layer.HISTORY, "app__items")), built.folders["MINIMAL"])
+    versions = history.where(F.col("id") == 2).orderBy("_valid_from_sequence", "_valid_from_offset").collect()
+    assert [(v.name, v.price, v.note, v._op, v._is_current) for v in versions] == [
+        ("two", Decimal("2.50"), "n2", "insert", False),
+        ("two", Decimal("3.50"), "n2", "update", False),
+        ("two-b", Decimal("9.99"), "r2", "update", True),
+    ]
+    for older, newer in pairwise(versions):
+        assert older._valid_to == newer._valid_from
+        assert (older._valid_to_file, older._valid_to_offset) == (newer._valid_from_file, newer._valid_from_offset)
+        assert older._closed_by == "update"
+
+
+def test_a_column_a_partial_image_leaves_out_keeps_its_value(built: Built) -> None:
+    for image in IMAGES:
+        rows = (
+            _of_server(built.lake.read(Table(Layer.CURRENT, "app__items")), built.folders[image])
+            .where(F.col("id") == 6)
+            .collect()
+        )
+        assert [(r.name, r.price, r.note) for r in rows] == [("six-b", Decimal("6.50"), "n6")], image
+
+
+def test_a_run_with_nothing_new_leaves_the_current_and_history_tables_as_they_are(
+    spark: SparkSession, built: Built
+) -> None:
+    paths = [
+        built.lake.path(Table(layer, name))
+        for layer in (Layer.CURRENT, Layer.HISTORY)
+        for name in built.lake.tables(layer)
+    ]
+    before = {p: spark.sql(f"DESCRIBE HISTORY delta.`{p}`").first()["version"] for p in paths}  # type: ignore[index]
+    report = run(spark, built.cfg, err=io.StringIO(), progress_every=None)
+    assert report.exit_code == 0
+    assert report.files_built["current"] == 0
+    assert {p: spark.sql(f"DESCRIBE HISTORY delta.`{p}`").first()["version"] for p in paths} == before  # type: ignore[index]
