@@ -43,6 +43,7 @@ STAGES = ("bronze", "silver", "gold", "current")
 PROGRESS_EVERY = 10.0
 COMMANDS = {"run": STAGES, **{stage: (stage,) for stage in STAGES}}
 SQL = "sql"
+ASOF = "asof"
 ENGINES = ("embedded", "spark")
 PROG = "binlog-lakehouse"
 
@@ -91,21 +92,42 @@ def parser() -> argparse.ArgumentParser:
     )
     sql.add_argument("statement", nargs="?", help='the statement(s), e.g. "SELECT count(*) FROM binlog_gold.changes"')
     sql.add_argument("--file", "-f", metavar="FILE.sql", help="read ;-separated statements from FILE ('-': stdin)")
-    sql.add_argument(
-        "--engine",
-        choices=ENGINES,
-        default="embedded",
-        help="embedded (default): DuckDB over the Delta snapshots, in this process; "
-        "spark: a Spark session built from the config, with its catalog",
+    asof = commands.add_parser(
+        ASOF,
+        parents=[config],
+        help="a table as it was right after a commit time, a transaction or a binlog position",
+        description="Print SCHEMA.TABLE as it was right after the point given, from its history table "
+        "(the current stage must have built it).",
     )
-    sql.add_argument(
-        "--format",
-        choices=FORMATS,
-        default="table",
-        help="table (aligned, default), tsv, csv, jsonl, or parquet (to --output, or to a stdout that is "
-        "not a terminal)",
+    asof.add_argument("--table", required=True, metavar="SCHEMA.TABLE", help="the source table, e.g. shop.orders")
+    point = asof.add_mutually_exclusive_group(required=True)
+    point.add_argument("--at", metavar="TIMESTAMP", help="a commit time, e.g. '2024-03-01 10:30:00' (session zone)")
+    point.add_argument("--gtid", metavar="GTID", help="right after that transaction, e.g. 0-1-41")
+    point.add_argument(
+        "--position", metavar="FILE:OFFSET", help="right after the event at that offset, e.g. mysql-bin.000003:1201"
     )
-    sql.add_argument("--output", "-o", metavar="FILE", help="write the result to FILE instead of stdout")
+    asof.add_argument(
+        "--server",
+        metavar="SERVER",
+        help="only this server's rows: binlog_files.server, or its end (e.g. db1/mysql-bin); "
+        "needed with --position when several servers' files share names",
+    )
+    for command in (sql, asof):
+        command.add_argument(
+            "--engine",
+            choices=ENGINES,
+            default="embedded",
+            help="embedded (default): DuckDB over the Delta snapshots, in this process; "
+            "spark: a Spark session built from the config, with its catalog",
+        )
+        command.add_argument(
+            "--format",
+            choices=FORMATS,
+            default="table",
+            help="table (aligned, default), tsv, csv, jsonl, or parquet (to --output, or to a stdout that is "
+            "not a terminal)",
+        )
+        command.add_argument("--output", "-o", metavar="FILE", help="write the result to FILE instead of stdout")
     return p
 
 
@@ -119,6 +141,8 @@ def main(
         return Exit.USAGE if exc.code else Exit.OK
     if args.command == SQL:
         return _sql(args, config, spark)
+    if args.command == ASOF:
+        return _asof(args, config, spark)
     gc.enable()
     from conf.loader import ConfigError, load_config  # noqa: PLC0415
 
@@ -327,6 +351,42 @@ def _sql(args: argparse.Namespace, config: AppConfig | None, spark: SparkSession
         from pipelines.query.engine import one_line  # noqa: PLC0415
 
         _say(f"{type(exc).__name__}: {one_line(exc)}")
+        return Exit.ERROR
+    finally:
+        stop()
+    return Exit.OK
+
+
+def _asof(args: argparse.Namespace, config: AppConfig | None, spark: SparkSession | None) -> int:
+    """``asof``: the table as of the point, by one statement over its history table."""
+    from conf.loader import ConfigError, load_config  # noqa: PLC0415
+    from pipelines.query.asof import AsOfError, Point, asof_statement, gtid_point, gtid_statement  # noqa: PLC0415
+    from pipelines.query.engine import StatementError  # noqa: PLC0415
+
+    try:
+        cfg = config or load_config(getattr(args, "config", None))
+        if args.position is not None:
+            point = Point.parse_position(args.position, args.server)
+        elif args.at is not None:
+            point = Point(at=args.at, server=args.server)
+        asof_statement(cfg.storage, args.table, Point(at="1970-01-01"))  # the table name, checked before work
+    except (ConfigError, AsOfError) as exc:
+        _say(str(exc))
+        return Exit.USAGE
+    stop: Callable[[], None] = lambda: None  # noqa: E731
+    try:
+        if args.engine == "spark":
+            execute, stop = _spark_engine(cfg, spark)
+        else:
+            execute = _embedded_engine(cfg)
+        if args.gtid is not None:
+            found = execute(gtid_statement(cfg.storage, args.gtid, args.server))
+            point = gtid_point([tuple(row) for row in found.rows()] if found is not None else [], args.gtid)
+        result = execute(asof_statement(cfg.storage, args.table, point))
+        if result is not None:
+            _write(result, args, first=True)
+    except (StatementError, AsOfError) as exc:
+        _say(str(exc))
         return Exit.ERROR
     finally:
         stop()

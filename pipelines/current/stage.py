@@ -31,7 +31,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import StructType
 
 from pipelines.current.replay import RESETS, KeyHistory, Position, Step, Version, replay
-from pipelines.gold.transforms import gold_table_name
+from pipelines.gold.names import gold_table_name
 from pipelines.stage import Built, Context
 from pipelines.storage import Table, Write
 from pipelines.tables import (
@@ -101,7 +101,16 @@ def _ddl_steps(ctx: Context, sequences: dict[str, int | None]) -> dict[str, list
     rows = (
         ctx.lake.read(DDL_EVENTS)
         .where(F.col("objects").isNotNull())
-        .select("server", "file", "offset", "inner_index", "gtid", "commit_timestamp", F.explode("objects").alias("o"))
+        .select(
+            "server",
+            "file",
+            "offset",
+            "inner_index",
+            "gtid",
+            # a DDL statement commits as it is written: its header time where no end event says more
+            F.coalesce("commit_timestamp", F.timestamp_seconds("timestamp")).alias("commit_timestamp"),
+            F.explode("objects").alias("o"),
+        )
         .where(F.col("o.action").isin(*sorted(RESETS)))
         .collect()
     )
@@ -288,23 +297,29 @@ class CurrentStage:
         return out
 
     def write(self, ctx: Context, out: CurrentOutput) -> None:
-        """Overwrite each table's history and current state; progress last."""
-        writes: list[Write] = []
-        for current, history, versions in out.tables.values():
-            writes.append(Write(history, versions, mode="overwrite", properties=CHANGE_DATA_FEED))
-            live = versions.where(F.col("_is_current")).select(
-                *[c.name for c in current.columns[: -len(CURRENT_META)]],
-                *[
-                    F.col(_CURRENT_FROM.get(c.name, c.name)).alias(c.name)
-                    for c in current.columns[-len(CURRENT_META) :]
-                ],
-            )
-            writes.append(Write(current, live, mode="overwrite", properties=CHANGE_DATA_FEED))
-        ctx.lake.write_all(writes)
-        ctx.state.record(
-            Layer.CURRENT,
-            [{**row, "quarantined": 0, "counts": {}} for row in out.progress],
+        """Overwrite each table's history, then its current state from the same (cached) replay; progress last."""
+        ctx.lake.write_all(
+            [
+                Write(history, versions, mode="overwrite", properties=CHANGE_DATA_FEED)
+                for _, history, versions in out.tables.values()
+            ]
         )
+        ctx.lake.write_all(
+            [
+                Write(current, _live(current, versions), mode="overwrite", properties=CHANGE_DATA_FEED)
+                for current, _, versions in out.tables.values()
+            ]
+        )
+        ctx.state.record(Layer.CURRENT, [{**row, "quarantined": 0, "counts": {}} for row in out.progress])
+
+
+def _live(current: TableSpec, versions: DataFrame) -> DataFrame:
+    """The current-state rows of a history frame: its open versions, their metadata renamed."""
+    source = current.columns[: -len(CURRENT_META)]
+    return versions.where(F.col("_is_current")).select(
+        *[c.name for c in source],
+        *[F.col(_CURRENT_FROM.get(c.name, c.name)).alias(c.name) for c in current.columns[len(source) :]],
+    )
 
 
 _CURRENT_FROM = {

@@ -34,12 +34,12 @@ from binlog_core.columns import DecodeOptions
 from conf.models import AppConfig
 from pipelines.bronze.framing import DUPLICATE
 from pipelines.gold.decode import HISTORY_FIELDS, Plan, table_map_of
+from pipelines.gold.names import gold_table_name
 from pipelines.gold.transforms import (
     TableLayout,
     changes_of,
     decode_rows_events,
     file_facts,
-    gold_table_name,
     problems_of,
     rows_input,
     table_facts,

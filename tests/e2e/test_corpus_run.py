@@ -25,7 +25,7 @@ from binlog_core.decoder import decode_file
 from binlog_core.errors import BinlogError
 from conf import AppConfig, InputSettings, StorageSettings
 from pipelines.exits import Exit
-from pipelines.gold.transforms import gold_table_name
+from pipelines.gold.names import gold_table_name
 from pipelines.run import RunReport, run
 from pipelines.storage import Lakehouse, Layer, Table
 from tests.harness.corpus import CORPUS, EVENT_PROBLEMS, FATAL, TOTAL_ROW_CHANGES, corpus_files

@@ -13,20 +13,24 @@ never mix.
 from __future__ import annotations
 
 import io
+import json
 import shutil
+import time
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass
 from decimal import Decimal
 from itertools import pairwise
+from pathlib import Path
 from typing import Any
 
 import pytest
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from conf import AppConfig, InputSettings, StorageSettings
+from conf import AppConfig, InputSettings, SparkSettings, StorageSettings
 from conf.models import CurrentSettings
+from jobs.cli import main as cli_main
 from pipelines.run import run
 from pipelines.storage import Lakehouse, Layer, Table
 from tests.harness.mariadb import DEFAULT_BINLOG_OPTIONS, MariaDBServer, ServerFactory
@@ -75,6 +79,21 @@ WORKLOAD: tuple[tuple[str, ...], ...] = (
 """Statements per binlog file (the logs are flushed between them)."""
 
 
+ASOF_TABLES = ("app.items", "app.tmp")
+"""Tables read back after each file's statements, to check as-of queries against."""
+
+
+@dataclass(frozen=True)
+class Recorded:
+    """A point of a server's history, and its tables as the server read them back right then."""
+
+    file: str
+    offset: int
+    gtid: str
+    at: str
+    rows: dict[str, Counter[tuple[Any, ...]]]
+
+
 @dataclass
 class Built:
     lake: Lakehouse
@@ -83,6 +102,8 @@ class Built:
     """row image -> its server"""
     folders: dict[str, str]
     """row image -> the input folder of its binlogs"""
+    points: dict[str, list[Recorded]]
+    """row image -> the points recorded after each file's statements"""
 
 
 def _server_rows(server: MariaDBServer, table: str) -> tuple[list[str], Counter[tuple[Any, ...]]]:
@@ -101,16 +122,25 @@ def built(
     spark: SparkSession, mariadb_factory: ServerFactory, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[Built]:
     inputs = tmp_path_factory.mktemp("current_input")
-    servers, folders = {}, {}
+    servers: dict[str, MariaDBServer] = {}
+    folders: dict[str, str] = {}
+    points: dict[str, list[Recorded]] = {}
     for image in IMAGES:
         server = mariadb_factory({**DEFAULT_BINLOG_OPTIONS, "binlog_row_image": image})
         server.flush_binary_logs()
         first = server.current_binlog()
+        points[image] = []
         for statements in WORKLOAD:
             with server.connect() as conn, conn.cursor() as cur:
                 for statement in statements:
                     cur.execute(statement)
                 conn.commit()
+                cur.execute("SELECT @@last_gtid, UTC_TIMESTAMP()")
+                gtid, now = cur.fetchone()
+            file, offset = server.query("SHOW MASTER STATUS")[0][:2]
+            rows = {table: _server_rows(server, table)[1] for table in ASOF_TABLES}
+            points[image].append(Recorded(str(file), int(offset), str(gtid), str(now), rows))
+            time.sleep(1.1)  # commit times have whole seconds: the next file's commits come later
             server.flush_binary_logs()
         folder = inputs / image.lower()
         folder.mkdir()
@@ -122,10 +152,11 @@ def built(
         input=InputSettings(path=str(inputs), recursive=True),
         storage=StorageSettings(root=str(tmp_path_factory.mktemp("current_lake")), register_tables=False),
         current=CurrentSettings(enabled=True),
+        spark=SparkSettings(conf={"spark.sql.session.timeZone": "UTC"}),
     )
     report = run(spark, cfg, err=io.StringIO(), progress_every=None)
     assert report.exit_code == 0, report
-    yield Built(Lakehouse(spark, cfg.storage), cfg, servers, folders)
+    yield Built(Lakehouse(spark, cfg.storage), cfg, servers, folders, points)
 
 
 @pytest.mark.parametrize("image", IMAGES)
@@ -185,3 +216,46 @@ def test_a_run_with_nothing_new_leaves_the_current_and_history_tables_as_they_ar
     assert report.exit_code == 0
     assert report.files_built["current"] == 0
     assert {p: spark.sql(f"DESCRIBE HISTORY delta.`{p}`").first()["version"] for p in paths} == before  # type: ignore[index]
+
+
+def _asof(built: Built, table: str, tmp_path: Path, *point: str) -> tuple[int, list[dict[str, Any]]]:
+    out = tmp_path / "asof.jsonl"
+    code = cli_main(["asof", "--table", table, *point, "--format", "jsonl", "--output", str(out)], config=built.cfg)
+    lines = out.read_text(encoding="utf-8").splitlines() if out.exists() else []
+    return code, [json.loads(line) for line in lines]
+
+
+def _as_server_reads(rows: list[dict[str, Any]], names: list[str]) -> Counter[tuple[Any, ...]]:
+    """jsonl rows (decimals as strings) as the server's tuples."""
+    return Counter(
+        tuple(Decimal(row[n]) if n == "price" and row[n] is not None else row[n] for n in names) for row in rows
+    )
+
+
+@pytest.mark.parametrize("kind", ["position", "gtid", "at"])
+@pytest.mark.parametrize("image", IMAGES)
+def test_asof_a_position_a_gtid_or_a_commit_time_gives_the_rows_the_server_read_back_then(
+    built: Built, image: str, kind: str, tmp_path: Path
+) -> None:
+    server = f"{Path(built.folders[image]).name}/mysql-bin"
+    for recorded in built.points[image]:
+        point = {
+            "position": ["--position", f"{recorded.file}:{recorded.offset}"],
+            "gtid": ["--gtid", recorded.gtid],
+            "at": ["--at", recorded.at],
+        }[kind]
+        for table in ASOF_TABLES:
+            names = _server_rows(built.servers[image], table)[0]
+            code, rows = _asof(built, table, tmp_path, *point, "--server", server)
+            assert code == 0
+            assert _as_server_reads(rows, names) == recorded.rows[table], (table, recorded)
+
+
+def test_asof_a_transaction_the_lakehouse_does_not_hold_is_one_line_and_exit_code_1(
+    built: Built, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, rows = _asof(built, "app.items", tmp_path, "--gtid", "9-9-999999")
+    assert (code, rows) == (1, [])
+    assert capsys.readouterr().err.strip() == (
+        "binlog-lakehouse: --gtid 9-9-999999: no row change of that transaction in the lakehouse"
+    )

@@ -31,7 +31,8 @@ from binlog_core.table_map import decode_table_map
 from pipelines.bronze.discover import sequence_of
 from pipelines.bronze.framing import EventRow, FileSummary, frame_file
 from pipelines.gold.decode import HISTORY_FIELDS, ROWS_INPUT, GoldDecoder, Plan, table_map_of
-from pipelines.gold.transforms import gold_table_name, table_layout
+from pipelines.gold.names import gold_table_name
+from pipelines.gold.transforms import table_layout
 from pipelines.gold.types import column_kind
 from pipelines.silver.history import names_at, replay_history
 
