@@ -5,9 +5,10 @@ Exit codes: :mod:`pipelines.exits` (0 done, 1 unexpected error, 2 bad configurat
 quality gate failed, 4 the input's files carry bad input, 5 the lakehouse is locked by another
 run, 6 a stage's upstream has not built its files, 130/143 interrupted). Progress lines go to
 stderr, the summary to stdout; Spark's own output (Ivy, log4j, Hive) goes to a log file named in
-the summary. ``--run-id`` names the run (recorded on every row it writes), ``--logical-date`` records an
-orchestrator's logical date of it in the summary, ``--summary-json`` writes the summary for machines. Before Spark starts, the input, the storage root and the
-metastore are checked: a problem is one line and exit code 2, within seconds.
+the summary. ``--run-id`` names the run (recorded on every row it writes), ``--logical-date``
+records an orchestrator's logical date of it in the summary, ``--summary-json`` writes the summary
+for machines. Before Spark starts, the input, the storage root and the metastore are checked: a
+problem is one line and exit code 2, within seconds.
 
 ``sql`` takes one statement, or ``--file FILE.sql`` with one or more ``;``-separated statements,
 and ``--config`` anywhere on the line. It answers in this process by default (DuckDB over the

@@ -54,7 +54,7 @@ PARAMS = (
         "BINLOG_LAKEHOUSE_SUBMIT",
         "spark-submit",
         "The command that starts a job file, with its options: `spark-submit --master yarn --packages ...` "
-        "(see \"Running on a cluster\"), or a Python interpreter holding the project, which starts a local "
+        '(see "Running on a cluster"), or a Python interpreter holding the project, which starts a local '
         "JVM as the config says.",
     ),
     Param(
@@ -91,7 +91,7 @@ _REPORT_COMMAND = (
     "{{ params.cli }} sql --config {{ params.config | sh }} {{ run_id | gate_results_sql | sh }} || exit 1"
     f"{{% if '{EXIT_LINE} {int(Exit.BAD_INPUT)}' in ti.xcom_pull(task_ids={list(STAGES)!r}) %}}"
     f'; echo "bad input: files of the input carry error-severity quarantine rows (exit code {int(Exit.BAD_INPUT)}):'
-    f' the stages\' summaries name them" >&2; exit {int(Exit.BAD_INPUT)}{{% endif %}}'
+    f" the stages' summaries name them\" >&2; exit {int(Exit.BAD_INPUT)}{{% endif %}}"
 )
 
 
@@ -130,8 +130,9 @@ def sh(value: object) -> str:
 def gate_results_sql(run_id: str) -> str:
     """The quality report's query: the gate results of the run ``run_id``, stage by stage.
 
-    >>> gate_results_sql("manual__2024-03-01").split(" WHERE ")[1]
-    "run_id = 'manual__2024-03-01' ORDER BY CASE gate WHEN 'bronze' THEN 0 WHEN 'silver' THEN 1 WHEN 'gold' THEN 2 END, `check`"
+    ``gate_results_sql("r1")``: ``SELECT gate, `check`, success, action, observed FROM
+    binlog_quality.gate_results WHERE run_id = 'r1' ORDER BY`` the gate (bronze, silver, gold),
+    then the check.
     """
     literal = "'" + run_id.replace("\\", "\\\\").replace("'", "\\'") + "'"
     order = " ".join(f"WHEN '{stage}' THEN {n}" for n, stage in enumerate(STAGES))
