@@ -34,6 +34,8 @@ SAMPLE = ROOT / "tests" / "fixtures" / "mariadb" / "sample"
 AIRFLOW_VENV = ROOT / ".cache" / "airflow-venv"
 LOGICAL_DATE = "2024-03-01"
 README = (ROOT / "README.md").read_text(encoding="utf-8")
+SMALL = {"spark.sql.shuffle.partitions": 2, "spark.databricks.delta.snapshotPartitions": 2}
+"""Spark settings for the sample's few kilobytes (as the ``spark`` fixture's): fewer, larger tasks."""
 
 pytestmark = [
     pytest.mark.airflow,
@@ -117,7 +119,7 @@ def airflow_home(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[dic
     config.write_text(
         yaml.safe_dump(
             {
-                "spark": {"ui_enabled": False, "catalog": "in-memory"},
+                "spark": {"ui_enabled": False, "catalog": "in-memory", "conf": SMALL},
                 "input": {"path": str(SAMPLE)},
                 "storage": {"root": str(folder / "lake"), "register_tables": False},
             }
@@ -193,7 +195,8 @@ def test_its_tasks_run_in_the_order_and_with_the_commands_the_readme_lists(
         previous = [declared.task_id]
     assert [t["id"] for t in tasks] == [*STAGES, REPORT]
     env, _lake = airflow_home
-    assert parsed["params"] == {p.name: env[p.env] for p in PARAMS}
+    assert parsed["params"] == {p.name: env.get(p.env, p.default) for p in PARAMS}  # each from its variable
+    assert parsed["params"]["jobs"] == str(ROOT / "jobs")  # unset: the job files beside the DAG's folder
     assert readme_block("airflow-tasks") == readme_table()
     assert readme_block("airflow-params") == readme_params()
 
@@ -232,3 +235,31 @@ def test_the_dag_run_id_reaches_every_row_and_its_logical_date_every_stage_summa
     assert re.findall(r"\] exit code (\d+) ", dag_test.output) == ["0"] * len(STAGES)  # what each stage task echoes
     gate_rows = DeltaTable(str(dag_test.lake / "quality" / "gate_results")).to_pyarrow_table().num_rows
     assert gate_rows > 0 and f"({gate_rows} rows)" in dag_test.output  # the quality report printed them all
+
+
+@pytest.mark.slow
+def test_a_stage_exiting_4_lets_the_next_stages_run_and_fails_the_dag_run_at_the_quality_report(
+    dag_test: DagTest, airflow_home: tuple[dict[str, str], Path]
+) -> None:
+    """Every job replaced, through the ``submit`` param, by a process ending as a job with bad input
+    does (exit code 4); the report reads the lake the first DAG run built."""
+    env, _lake = airflow_home
+    conf = json.dumps({"submit": "sh -c 'exit 4'"})
+    done = subprocess.run(
+        [str(AIRFLOW_VENV / "bin" / "airflow"), "dags", "test", DAG_ID, "2024-03-02", "--conf", conf],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    output = done.stdout + done.stderr
+
+    assert done.returncode != 0
+    assert re.findall(r"\] exit code (\d+) ", output) == ["4"] * len(STAGES)  # each stage ran, and succeeded
+    for task in STAGES:
+        assert f"[DAG TEST] end task task_id={task} " in output
+    assert "(0 rows)" in output  # the report printed the (no) gate results of this run, then failed
+    assert "bad input: files of the input carry error-severity quarantine rows (exit code 4)" in output
+    assert "Command exited with return code 4" in output
+    assert re.search(rf"DagRun Finished: dag_id={DAG_ID}, logical_date=2024-03-02[^\n]*, state=failed,", output)
