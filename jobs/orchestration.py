@@ -2,8 +2,9 @@
 
 One task per stage, each running the stage's spark-submit entry point (``jobs/<stage>.py``) with
 the DAG run's id (``--run-id``: every row the stage writes records it) and its logical date
-(``--logical-date``: the stage's summary records it), then ``quality_report``, which prints the
-quality-gate results of the DAG run from ``binlog_quality.gate_results``. Each task runs after
+(``--logical-date``: the stage's summary records it; left out for a run without one), then
+``quality_report``, which prints the quality-gate results of the DAG run from
+``binlog_quality.gate_results``. Each task runs after
 the one before it. The commands are Jinja templates rendered by Airflow; what they start is set
 by the DAG's params (:data:`PARAMS`), whose defaults come from the environment of the process
 that parses the DAG.
@@ -81,7 +82,8 @@ PARAMS = (
 def _stage_command(stage: str) -> str:
     return (
         f"{{{{ params.submit }}}} {{{{ params.jobs | sh }}}}/{stage}.py --config {{{{ params.config | sh }}}}"
-        " --run-id {{ run_id | sh }}{% if logical_date %} --logical-date {{ logical_date.isoformat() | sh }}"
+        " --run-id {{ run_id | sh }}{% if logical_date is defined and logical_date %}"
+        " --logical-date {{ logical_date.isoformat() | sh }}"
         f'{{% endif %}}; code=$?; echo "{EXIT_LINE} $code"; [ "$code" -eq {int(Exit.OK)} ] '
         f'|| [ "$code" -eq {int(Exit.BAD_INPUT)} ] || exit "$code"'
     )
