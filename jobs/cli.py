@@ -5,9 +5,10 @@ Exit codes: :mod:`pipelines.exits` (0 done, 1 unexpected error, 2 bad configurat
 quality gate failed, 4 the input's files carry bad input, 5 the lakehouse is locked by another
 run, 6 a stage's upstream has not built its files, 130/143 interrupted). Progress lines go to
 stderr, the summary to stdout; Spark's own output (Ivy, log4j, Hive) goes to a log file named in
-the summary. ``--run-id`` names the run (recorded on every row it writes), ``--summary-json``
-writes the summary for machines. Before Spark starts, the input, the storage root and the
-metastore are checked: a problem is one line and exit code 2, within seconds.
+the summary. ``--run-id`` names the run (recorded on every row it writes), ``--logical-date``
+records an orchestrator's logical date of it in the summary, ``--summary-json`` writes the summary
+for machines. Before Spark starts, the input, the storage root and the metastore are checked: a
+problem is one line and exit code 2, within seconds.
 
 ``sql`` takes one statement, or ``--file FILE.sql`` with one or more ``;``-separated statements,
 and ``--config`` anywhere on the line. It answers in this process by default (DuckDB over the
@@ -27,6 +28,7 @@ import io
 import os
 import sys
 from collections.abc import Callable, Sequence
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import IO, TYPE_CHECKING
 
@@ -82,6 +84,12 @@ def parser() -> argparse.ArgumentParser:
         stage.add_argument(
             "--summary-json", metavar="PATH", help="also write the run's summary as JSON to PATH (for orchestrators)"
         )
+        stage.add_argument(
+            "--logical-date",
+            type=logical_date,
+            metavar="TIME",
+            help="the orchestrator's logical date of this run (ISO 8601, UTC without a zone), recorded in its summary",
+        )
     from pipelines.query.output import FORMATS  # noqa: PLC0415 (pyspark-free, small)
 
     sql = commands.add_parser(
@@ -129,6 +137,19 @@ def parser() -> argparse.ArgumentParser:
         )
         command.add_argument("--output", "-o", metavar="FILE", help="write the result to FILE instead of stdout")
     return p
+
+
+def logical_date(text: str) -> str:
+    """An ISO 8601 date or time as ``--logical-date`` records it: with its offset, UTC when it has none.
+
+    >>> logical_date("2024-03-01"), logical_date("2024-03-01T10:00:00+02:00")
+    ('2024-03-01T00:00:00+00:00', '2024-03-01T10:00:00+02:00')
+    """
+    try:
+        value = datetime.fromisoformat(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not an ISO 8601 date or time: {text!r}") from None
+    return (value if value.tzinfo is not None else value.replace(tzinfo=UTC)).isoformat()
 
 
 def main(
@@ -192,6 +213,7 @@ def _run(args: argparse.Namespace, cfg: AppConfig, spark: SparkSession | None) -
                 report = run(
                     session, cfg, COMMANDS[args.command], progress_every=args.progress_every or None, run_id=run_id
                 )
+                report.logical_date = args.logical_date
                 text = summary(session, cfg, report)
             print(text)
             if args.summary_json:
@@ -209,6 +231,7 @@ def _run(args: argparse.Namespace, cfg: AppConfig, spark: SparkSession | None) -
         _say(f"interrupted ({exc}) during {where}, re-run to complete")
         if partial is not None:
             partial.totals = None
+            partial.logical_date = args.logical_date
             print(_partial_summary(partial))
             if args.summary_json:
                 data = as_json(partial)

@@ -105,6 +105,8 @@ class RunReport:
     """What a run did, for the summary and the exit code (every count is of this run only)."""
 
     run_id: str
+    logical_date: str | None = None
+    """The orchestrator's logical date of the run (``--logical-date``, ISO 8601), when it gave one."""
     stages: list[str] = field(default_factory=list)
     files_built: dict[str, int] = field(default_factory=dict)
     stage_seconds: dict[str, float] = field(default_factory=dict)
@@ -429,6 +431,7 @@ def summary(spark: SparkSession, cfg: AppConfig, report: RunReport) -> str:
         f"binlog-lakehouse run {report.run_id}: stages {', '.join(report.stages) or 'none'} "
         f"in {report.seconds:.1f}s (exit code {int(code)}: {SHORT[code]})",
         "  this run:",
+        *([f"    logical date: {report.logical_date}"] if report.logical_date is not None else []),
         f"    built now: {_pairs(report.files_built)}; time: "
         + _pairs({stage: f"{seconds:.1f}s" for stage, seconds in report.stage_seconds.items()}),
         f"    Spark jobs: {_pairs(report.spark_jobs)}; Delta commits: {_pairs(report.delta_commits)}",
@@ -483,6 +486,7 @@ def as_json(report: RunReport) -> dict[str, Any]:
     totals = report.totals or {}
     return {
         "run_id": report.run_id,
+        "logical_date": report.logical_date,
         "exit_code": int(report.exit_code),
         "exit": SHORT[report.exit_code],
         "stages": report.stages,

@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from deltalake import DeltaTable
 from pyspark.sql import SparkSession
 
 from conf import AppConfig, InputSettings, StorageSettings
@@ -67,6 +68,22 @@ def _write_probe(spark: SparkSession, lake: Lakehouse) -> None:
     )
     second.write.format("delta").mode("append").option("mergeSchema", "true").save(lake.path(PROBE))
     lake.register([PROBE])
+
+
+def lake_rows(root: Path, binlogs: Path) -> dict[str, list[str]]:
+    """Every row of every bronze, silver and gold table (run ids left out, the lakehouse root and the
+    input folder written as ``ROOT`` and ``IN``), read with delta-rs."""
+    tables: dict[str, list[str]] = {}
+    for layer in ("bronze", "silver", "gold"):
+        for folder in sorted((root / layer).iterdir()):
+            if (folder / "_delta_log").is_dir():
+                data = DeltaTable(str(folder)).to_pyarrow_table()
+                keep = [c for c in data.column_names if c != "run_id"]
+                rows = data.select(keep).to_pylist()
+                tables[f"{layer}.{folder.name}"] = sorted(
+                    repr(sorted(row.items())).replace(str(binlogs), "IN").replace(str(root), "ROOT") for row in rows
+                )
+    return tables
 
 
 @pytest.fixture(scope="session")
