@@ -278,7 +278,10 @@ class EmbeddedEngine:
         ``default``, holds none of them). Tables are listed on local roots only.
         """
         if _SHOW_DATABASES.match(statement):
-            rows: list[tuple[Any, ...]] = [(database,) for database in sorted(self.lake.databases)]
+            # as Spark lists them: a database exists once a table of it was written (local roots tell)
+            rows: list[tuple[Any, ...]] = [
+                (database,) for database in sorted(self.lake.databases) if self.lake.local_tables(database) != []
+            ]
             return _listed(("namespace",), ("VARCHAR",), rows)
         shown = _SHOW_TABLES.match(statement)
         if shown is None:
