@@ -18,6 +18,7 @@ from conf.models import (
     SparkSettings,
     StorageSettings,
     default_delta_package,
+    hadoop_aws_package,
     project_root,
 )
 
@@ -35,6 +36,7 @@ __all__ = [
     "SparkSettings",
     "StorageSettings",
     "default_delta_package",
+    "hadoop_aws_package",
     "load_config",
     "project_root",
 ]
