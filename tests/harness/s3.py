@@ -144,6 +144,29 @@ def s3a_spark_settings(**updates: object) -> SparkSettings:
     return SparkSettings(packages=list(S3A_PACKAGES)).model_copy(update=updates)
 
 
+@pytest.fixture(scope="session")
+def s3a_spark(tmp_path_factory: pytest.TempPathFactory) -> dict[str, object]:
+    """The ``spark`` section of a config whose run lists ``s3a://``: local, small, with the S3A
+    jars that ``python -m tests.harness.s3 --warm`` left in the Ivy cache (the test fails, naming
+    that command, when they are not there: a run would otherwise download the AWS SDK)."""
+    from pipelines.session import resolved_jars  # noqa: PLC0415 (pulls in pyspark)
+
+    settings = s3a_spark_settings()
+    if resolved_jars(settings.ivy_dir, settings.packages) is None:
+        pytest.fail(
+            f"the S3A jars ({', '.join(S3A_PACKAGES)}) are not in {settings.ivy_dir}: "
+            "run .ci/setup --dev, or python -m tests.harness.s3 --warm"
+        )
+    return {
+        "master": "local[2]",
+        "ui_enabled": False,
+        "catalog": "in-memory",
+        "driver_memory": "1g",
+        "packages": list(S3A_PACKAGES),
+        "scratch_dir": str(tmp_path_factory.mktemp("s3a_scratch")),
+    }
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """``python -m tests.harness.s3 --warm``: resolve :data:`S3A_PACKAGES` into the Ivy cache once."""
     from pipelines.session import warm  # noqa: PLC0415 (pulls in pyspark)
