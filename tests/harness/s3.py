@@ -95,7 +95,8 @@ class S3Server:
         return uris
 
 
-def _free_port(host: str) -> int:
+def free_port(host: str = "127.0.0.1") -> int:
+    """A TCP port nothing listens on at the moment (the kernel's pick)."""
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
         probe.bind((host, 0))
         return int(probe.getsockname()[1])
@@ -121,7 +122,7 @@ def _wait_until_answering(process: subprocess.Popen[bytes], url: str, log: Path)
 def s3_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[S3Server]:
     """moto's S3-API server on 127.0.0.1 and a free port, for the whole test run."""
     host = "127.0.0.1"
-    port = _free_port(host)
+    port = free_port(host)
     log = tmp_path_factory.mktemp("s3_server") / "server.log"
     with log.open("wb") as out:
         process = subprocess.Popen(
