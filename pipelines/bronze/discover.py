@@ -280,7 +280,8 @@ def _list_hadoop(
         if not is_instance_of(spark.sparkContext._gateway, cause, "java.io.IOException"):
             raise
         message = (str(cause.getMessage() or "").strip().splitlines() or [""])[0]
-        raise InputError(f"input.path: {uri} cannot be listed ({cause.getClass().getSimpleName()}: {message})") from None
+        problem = f"{cause.getClass().getSimpleName()}: {message}"
+        raise InputError(f"input.path: {uri} cannot be listed ({problem})") from None
     found: list[ListedFile] = []
     for status in statuses:
         full = str(status.getPath().toString())

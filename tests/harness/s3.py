@@ -49,7 +49,7 @@ class S3Server:
     host: str
     port: int
     access_key: str = "binlog-lakehouse-test"
-    secret_key: str = "binlog-lakehouse-test-secret"  # noqa: S105 - the server accepts any key
+    secret_key: str = "binlog-lakehouse-test-secret"
 
     @property
     def endpoint(self) -> str:
@@ -109,7 +109,7 @@ def _wait_until_answering(process: subprocess.Popen[bytes], url: str, log: Path)
         if process.poll() is not None:
             raise RuntimeError(f"the S3 server ended with {process.returncode}: {log.read_text(errors='replace')}")
         try:
-            with urllib.request.urlopen(url, timeout=2):  # noqa: S310 - a loopback http URL
+            with urllib.request.urlopen(url, timeout=2):
                 return
         except urllib.error.HTTPError:
             return  # it answered
@@ -150,7 +150,7 @@ def s3a_spark(tmp_path_factory: pytest.TempPathFactory) -> dict[str, object]:
     """The ``spark`` section of a config whose run lists ``s3a://``: local, small, with the S3A
     jars that ``python -m tests.harness.s3 --warm`` left in the Ivy cache (the test fails, naming
     that command, when they are not there: a run would otherwise download the AWS SDK)."""
-    from pipelines.session import resolved_jars  # noqa: PLC0415 (pulls in pyspark)
+    from pipelines.session import resolved_jars
 
     settings = s3a_spark_settings()
     if resolved_jars(settings.ivy_dir, settings.packages) is None:
@@ -170,7 +170,7 @@ def s3a_spark(tmp_path_factory: pytest.TempPathFactory) -> dict[str, object]:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """``python -m tests.harness.s3 --warm``: resolve :data:`S3A_PACKAGES` into the Ivy cache once."""
-    from pipelines.session import warm  # noqa: PLC0415 (pulls in pyspark)
+    from pipelines.session import warm
 
     parser = argparse.ArgumentParser(prog="python -m tests.harness.s3", description=main.__doc__)
     parser.add_argument("--warm", action="store_true", required=True, help="cache the jars of S3A_PACKAGES")
