@@ -19,6 +19,7 @@ from conf.models import (
     SparkSettings,
     StorageSettings,
     default_delta_package,
+    hadoop_aws_package,
     project_root,
 )
 
@@ -37,6 +38,7 @@ __all__ = [
     "SparkSettings",
     "StorageSettings",
     "default_delta_package",
+    "hadoop_aws_package",
     "load_config",
     "project_root",
 ]

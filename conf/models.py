@@ -15,6 +15,7 @@ from __future__ import annotations
 import re
 from datetime import UTC, date, datetime
 from importlib.metadata import PackageNotFoundError, version
+from importlib.util import find_spec
 from pathlib import Path
 from typing import Annotated, Literal
 from urllib.parse import unquote, urlsplit
@@ -34,6 +35,7 @@ __all__ = [
     "StorageSettings",
     "default_base_dir",
     "default_delta_package",
+    "hadoop_aws_package",
     "local_path_of",
     "project_root",
     "resolve_path",
@@ -73,6 +75,25 @@ def default_delta_package() -> str:
         raise RuntimeError(f"cannot compute the Delta package: {exc.name} is not installed") from exc
     spark_major_minor = ".".join(spark_version.split(".")[:2])
     return f"io.delta:delta-spark_{spark_major_minor}_{SCALA_BINARY_VERSION}:{delta_version}"
+
+
+def hadoop_aws_package() -> str:
+    """The ``hadoop-aws`` Maven coordinate (the ``s3a://`` connector) matching the Hadoop bundled with ``pyspark``.
+
+    Its version is the one of pyspark's ``jars/hadoop-client-api-<version>.jar``; hadoop-aws brings
+    the AWS SDK bundle it was built with::
+
+        >>> hadoop_aws_package()  # with pyspark 4.2.0
+        'org.apache.hadoop:hadoop-aws:3.5.0'
+    """
+    spec = find_spec("pyspark")
+    if spec is None or spec.origin is None:  # pragma: no cover - a hard dependency
+        raise RuntimeError("cannot compute the hadoop-aws package: pyspark is not installed")
+    found = sorted(Path(spec.origin).parent.joinpath("jars").glob("hadoop-client-api-*.jar"))
+    if len(found) != 1:
+        raise RuntimeError(f"cannot tell pyspark's Hadoop version: {len(found)} hadoop-client-api jars in its jars/")
+    hadoop_version = found[0].name.removeprefix("hadoop-client-api-").removesuffix(".jar")
+    return f"org.apache.hadoop:hadoop-aws:{hadoop_version}"
 
 
 def is_uri(value: str) -> bool:

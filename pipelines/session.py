@@ -249,7 +249,27 @@ def _output_to(log_file: str | None) -> Iterator[None]:
 
 
 RESOLVED = "binlog-lakehouse-resolved.json"
-"""File in the Ivy directory naming the jars a resolution of the configured packages gave."""
+"""File in the Ivy directory naming the jars each resolution of a list of packages gave
+(``{"resolutions": [{"packages": [...], "jars": [...]}, ...]}``): the Delta jars of every run and,
+say, those with ``hadoop-aws`` for ``s3a://`` are kept side by side."""
+
+
+def _resolutions(ivy_dir: str) -> list[dict[str, object]]:
+    """The resolutions recorded in ``ivy_dir`` (none when the record is missing or unreadable)."""
+    try:
+        data = json.loads((Path(ivy_dir) / RESOLVED).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return []
+    entries = data.get("resolutions") if isinstance(data, dict) else None
+    return [entry for entry in entries if isinstance(entry, dict)] if isinstance(entries, list) else []
+
+
+def _write_resolutions(ivy_dir: str, entries: list[dict[str, object]]) -> None:
+    """Replace the record of ``ivy_dir`` in one step (a reader never sees half of it)."""
+    target = Path(ivy_dir) / RESOLVED
+    partial = target.with_name(f".{target.name}.{os.getpid()}")
+    partial.write_text(json.dumps({"resolutions": entries}, indent=1), encoding="utf-8")
+    partial.replace(target)
 
 
 def resolved_jars(ivy_dir: str, packages: Sequence[str]) -> list[str] | None:
@@ -258,22 +278,29 @@ def resolved_jars(ivy_dir: str, packages: Sequence[str]) -> list[str] | None:
     ``spark.jars`` skips Ivy's resolution (a second or two, and its console output)."""
     if not packages:
         return None
-    try:
-        data = json.loads((Path(ivy_dir) / RESOLVED).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
-    jars = data.get("jars") if isinstance(data, dict) and data.get("packages") == list(packages) else None
-    if not jars or not all(Path(jar.removeprefix("file:")).is_file() for jar in jars):
-        return None
-    return [str(jar) for jar in jars]
+    for entry in _resolutions(ivy_dir):
+        jars = entry.get("jars")
+        if entry.get("packages") != list(packages) or not isinstance(jars, list) or not jars:
+            continue
+        if all(Path(str(jar).removeprefix("file:")).is_file() for jar in jars):
+            return [str(jar) for jar in jars]
+    return None
+
+
+def _forget_resolution(cfg: SparkSettings) -> None:
+    """Drop what is recorded for ``cfg.packages`` (the other lists of packages keep theirs)."""
+    entries = _resolutions(cfg.ivy_dir)
+    kept = [entry for entry in entries if entry.get("packages") != list(cfg.packages)]
+    if len(kept) != len(entries):
+        _write_resolutions(cfg.ivy_dir, kept)
 
 
 def _record_resolution(spark: SparkSession, cfg: SparkSettings) -> None:
     """Remember the jars Ivy resolved for ``cfg.packages`` in this JVM (:func:`resolved_jars`)."""
     jars = [jar for jar in spark.sparkContext.getConf().get("spark.jars", "").split(",") if jar]
     if jars:
-        record = {"packages": list(cfg.packages), "jars": jars}
-        Path(cfg.ivy_dir, RESOLVED).write_text(json.dumps(record, indent=1), encoding="utf-8")
+        others = [entry for entry in _resolutions(cfg.ivy_dir) if entry.get("packages") != list(cfg.packages)]
+        _write_resolutions(cfg.ivy_dir, [*others, {"packages": list(cfg.packages), "jars": jars}])
 
 
 def cached_jar(ivy_dir: str, coordinate: str) -> Path:
@@ -295,7 +322,7 @@ def warm(cfg: SparkSettings, *, force: bool = False) -> list[Path]:
         # the probe goes by path: no metastore is opened (a running job may hold an embedded one)
         update = {"master": "local[1]", "ui_enabled": False, "catalog": None, "metastore_dir": None}
         settings = cfg.model_copy(update=update)
-        (Path(cfg.ivy_dir) / RESOLVED).unlink(missing_ok=True)  # this probe resolves with Ivy
+        _forget_resolution(cfg)  # this probe resolves with Ivy
         spark = build_spark(settings)
         try:
             _record_resolution(spark, cfg)

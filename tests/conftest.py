@@ -8,4 +8,10 @@ _main = sys.modules["__main__"]
 if getattr(_main, "__spec__", None) is None and not hasattr(_main, "__file__"):
     _main.__file__ = "pytest-xdist worker"
 
-pytest_plugins = ["tests.harness.spark", "tests.harness.mariadb", "tests.harness.corpus", "tests.harness.sample_lake"]
+pytest_plugins = [
+    "tests.harness.spark",
+    "tests.harness.mariadb",
+    "tests.harness.corpus",
+    "tests.harness.sample_lake",
+    "tests.harness.s3",
+]

@@ -39,6 +39,8 @@ from enum import StrEnum
 from functools import lru_cache
 from typing import Any
 
+from py4j.java_gateway import is_instance_of
+from py4j.protocol import Py4JJavaError
 from pyspark.sql import SparkSession
 
 from conf import InputSettings
@@ -249,24 +251,38 @@ def _list_local(folder: str, settings: InputSettings, name_matches: re.Pattern[s
     return found
 
 
-def _list_hadoop(
-    spark: SparkSession, uri: str, settings: InputSettings, name_matches: re.Pattern[str]
-) -> list[ListedFile]:
+def _hadoop_statuses(spark: SparkSession, uri: str, recursive: bool) -> tuple[str, list[Any]]:
+    """The qualified ``uri`` and the Hadoop ``FileStatus`` of every file under it (or of the file itself)."""
     jvm = spark.sparkContext._jvm
     assert jvm is not None
     path = jvm.org.apache.hadoop.fs.Path(uri)
     fs = path.getFileSystem(spark.sparkContext._jsc.hadoopConfiguration())
     if not fs.exists(path):
         raise InputError(f"input.path: {uri} does not exist")
-    found: list[ListedFile] = []
     if fs.getFileStatus(path).isFile():
         statuses = [fs.getFileStatus(path)]
     else:
-        iterator = fs.listFiles(path, settings.recursive)
+        iterator = fs.listFiles(path, recursive)
         statuses = []
         while iterator.hasNext():
             statuses.append(iterator.next())
-    base = str(fs.makeQualified(path).toString()).rstrip("/")
+    return str(fs.makeQualified(path).toString()).rstrip("/"), statuses
+
+
+def _list_hadoop(
+    spark: SparkSession, uri: str, settings: InputSettings, name_matches: re.Pattern[str]
+) -> list[ListedFile]:
+    try:
+        base, statuses = _hadoop_statuses(spark, uri, settings.recursive)
+    except Py4JJavaError as exc:
+        # the store's refusal (a missing bucket, denied access, an unknown host) is the input's problem
+        cause = exc.java_exception
+        if not is_instance_of(spark.sparkContext._gateway, cause, "java.io.IOException"):
+            raise
+        message = (str(cause.getMessage() or "").strip().splitlines() or [""])[0]
+        problem = f"{cause.getClass().getSimpleName()}: {message}"
+        raise InputError(f"input.path: {uri} cannot be listed ({problem})") from None
+    found: list[ListedFile] = []
     for status in statuses:
         full = str(status.getPath().toString())
         relative = full[len(base) :].strip("/").split("/") if full.startswith(base) else [status.getPath().getName()]

@@ -4,12 +4,16 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 from pydantic import BaseModel
 
 from conf import AppConfig, ConfigError, SparkSettings, load_config
-from conf.models import default_delta_package
+from conf.models import default_delta_package, hadoop_aws_package
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
 CONF_DIR = PROJECT_ROOT / "conf"
@@ -72,6 +76,12 @@ def test_default_delta_package_matches_delta_spark_pip_helper() -> None:
 
     builder = configure_spark_with_delta_pip(SparkSession.builder)
     assert builder._options["spark.jars.packages"] == default_delta_package()
+
+
+def test_hadoop_aws_package_names_the_hadoop_version_spark_runs(spark: SparkSession) -> None:
+    jvm = spark.sparkContext._jvm
+    assert jvm is not None
+    assert hadoop_aws_package() == f"org.apache.hadoop:hadoop-aws:{jvm.org.apache.hadoop.util.VersionInfo.getVersion()}"
 
 
 def test_every_field_of_every_model_has_a_description() -> None:

@@ -18,6 +18,7 @@ from pipelines.session import (
     LAUNCH_SETTINGS,
     MALLOC_ARENA_MAX,
     RESOLVED,
+    _forget_resolution,
     build_spark,
     cached_jar,
     local_cores,
@@ -71,8 +72,9 @@ def test_jars_are_used_instead_of_packages() -> None:
     assert "spark.jars.packages" not in options
 
 
-def _resolution(ivy: Path, packages: list[str], jars: list[Path]) -> None:
-    (ivy / RESOLVED).write_text(json.dumps({"packages": packages, "jars": [f"file://{j}" for j in jars]}))
+def _resolution(ivy: Path, packages: list[str], jars: list[Path], *others: dict[str, object]) -> None:
+    entry = {"packages": packages, "jars": [f"file://{j}" for j in jars]}
+    (ivy / RESOLVED).write_text(json.dumps({"resolutions": [*others, entry]}))
 
 
 def test_the_jars_an_earlier_resolution_left_are_used_and_ivy_is_not_asked_again(tmp_path: Path) -> None:
@@ -85,6 +87,21 @@ def test_the_jars_an_earlier_resolution_left_are_used_and_ivy_is_not_asked_again
     assert options["spark.jars"] == ",".join(f"file://{j}" for j in jars)
     assert "spark.jars.packages" not in options
     assert resolved_jars(str(tmp_path), [DELTA]) == [f"file://{j}" for j in jars]
+
+
+def test_resolutions_of_several_lists_of_packages_are_kept_side_by_side(tmp_path: Path) -> None:
+    delta, s3a = tmp_path / "delta.jar", tmp_path / "hadoop-aws.jar"
+    for jar in (delta, s3a):
+        jar.write_bytes(b"PK")
+    with_s3a = [DELTA, "org.apache.hadoop:hadoop-aws:3.5.0"]
+    _resolution(tmp_path, with_s3a, [delta, s3a], {"packages": [DELTA], "jars": [f"file://{delta}"]})
+    assert resolved_jars(str(tmp_path), [DELTA]) == [f"file://{delta}"]
+    assert resolved_jars(str(tmp_path), with_s3a) == [f"file://{delta}", f"file://{s3a}"]
+
+    _forget_resolution(SparkSettings(ivy_dir=str(tmp_path), packages=with_s3a))
+
+    assert resolved_jars(str(tmp_path), with_s3a) is None
+    assert resolved_jars(str(tmp_path), [DELTA]) == [f"file://{delta}"]
 
 
 @pytest.mark.parametrize("change", ["a jar is gone", "other packages", "unreadable record"])

@@ -1,9 +1,10 @@
 """Specifications of ``pipelines.storage``: catalog registration of the Delta tables, and how Python
 tasks read object-store URIs with ``pyarrow.fs`` configured from the job's Hadoop settings.
 
-No object store is reachable from the test machine, so the S3/GCS/Azure readers are checked by
-their arguments (translated from the Hadoop settings, then accepted by the installed pyarrow) and,
-for S3, by a recording stand-in for ``S3FileSystem``; nothing here talks to a real bucket.
+The S3/GCS/Azure readers are checked by their arguments (translated from the Hadoop settings, then
+accepted by the installed pyarrow); S3 files are also read from a server speaking the S3 API on
+127.0.0.1 (moto, ``s3_server``). Only the region lookup of AWS buckets, which asks AWS itself, goes
+to a recording stand-in for ``S3FileSystem``.
 """
 
 from __future__ import annotations
@@ -36,6 +37,7 @@ from pipelines.storage import (
     s3_filesystem_kwargs,
 )
 from pipelines.tables import Col, TableSpec
+from tests.harness.s3 import S3Server, free_port
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
 
@@ -376,17 +378,38 @@ def test_translated_arguments_are_accepted_by_the_installed_pyarrow() -> None:
 # Opening: file systems built once per worker, region lookup, clear errors -----------------------------
 
 
-def test_s3a_files_open_with_the_translated_settings_and_one_filesystem_per_worker(
-    recording_s3: list[dict[str, Any]],
+def test_s3a_files_open_from_an_s3_server_with_the_translated_settings_and_one_filesystem_per_worker(
+    s3_server: S3Server,
 ) -> None:
-    hadoop = {"fs.s3a.endpoint": "http://minio:9000", "fs.s3a.path.style.access": "true"}
-    first = open_arrow_input("s3a://binlogs/mysql-bin.000001", hadoop)
-    second = open_arrow_input("s3a://binlogs/mysql-bin.000002", hadoop)
+    s3_server.upload(SAMPLE, "opening", ["mysql-bin.000001", "mysql-bin.000002"])
+    storage._arrow_filesystem.cache_clear()
+    first = open_arrow_input("s3a://opening/mysql-bin.000001", s3_server.hadoop())
+    second = open_arrow_input("s3a://opening/mysql-bin.000002", s3_server.hadoop())
     with first() as stream:
         assert stream.read(4) == b"\xfebin"
     with second() as stream:
         assert stream.read() == (SAMPLE / "mysql-bin.000002").read_bytes()
-    assert recording_s3 == [{"endpoint_override": "minio:9000", "scheme": "http"}]
+    assert (storage._arrow_filesystem.cache_info().misses, storage._arrow_filesystem.cache_info().currsize) == (1, 1)
+
+
+def test_per_bucket_s3a_settings_reach_the_server_where_the_global_ones_do_not(s3_server: S3Server) -> None:
+    s3_server.upload(SAMPLE, "per-bucket", ["mysql-bin.000003"])
+    hadoop = {
+        **{key.replace("fs.s3a.", "fs.s3a.bucket.per-bucket.", 1): value for key, value in s3_server.hadoop().items()},
+        "fs.s3a.endpoint": f"http://127.0.0.1:{free_port()}",  # nothing listens there
+        "fs.s3a.endpoint.region": "us-east-1",
+        "fs.s3a.connection.ssl.enabled": "false",
+    }
+    with open_arrow_input("s3a://per-bucket/mysql-bin.000003", hadoop)() as stream:
+        assert stream.read() == (SAMPLE / "mysql-bin.000003").read_bytes()
+    with pytest.raises(OSError, match=r"(?i)connect"):
+        open_arrow_input("s3a://other-bucket/mysql-bin.000003", hadoop)().read()
+
+
+def test_an_s3a_key_the_bucket_does_not_hold_fails_the_read_with_the_stores_word(s3_server: S3Server) -> None:
+    s3_server.upload(SAMPLE, "holding", ["mysql-bin.000001"])
+    with pytest.raises(FileNotFoundError, match=r"holding/mysql-bin\.000009"):
+        open_arrow_input("s3a://holding/mysql-bin.000009", s3_server.hadoop())()
 
 
 def test_an_s3_bucket_without_configured_region_or_endpoint_is_asked_its_region_once(

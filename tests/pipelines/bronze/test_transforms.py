@@ -2,8 +2,7 @@
 object-store URIs with ``pyarrow.fs`` configured from the Hadoop settings the driver hands over,
 rows as Arrow batches of the ``FRAMED`` union whose event part is ``binlog_events`` without run id.
 
-No object store is reachable from the test machine: ``S3FileSystem`` is replaced by a stand-in
-that records its arguments and serves the fixture files by key.
+Object-store files are read from a server speaking the S3 API on 127.0.0.1 (moto, ``s3_server``).
 """
 
 from __future__ import annotations
@@ -41,6 +40,7 @@ from pipelines.bronze.transforms import (
 from pipelines.storage import UnsupportedSchemeError
 from pipelines.tables import BINLOG_EVENTS, QUARANTINE
 from tests.fixtures.truth import FIXTURES
+from tests.harness.s3 import S3Server
 
 SAMPLE = FIXTURES / "sample"
 FILE = SAMPLE / "mysql-bin.000001"
@@ -83,28 +83,29 @@ def _direct(path: Path, uri: str, **kwargs: Any) -> tuple[list[EventRow], list[Q
     return [o for o in out if isinstance(o, EventRow)], [o for o in out if isinstance(o, QuarantineRow)], summary
 
 
-def test_s3a_files_are_framed_through_s3_filesystem_configured_from_the_hadoop_settings(
-    recording_s3: list[dict[str, Any]],
-) -> None:
-    uri = "s3a://binlogs/mysql-bin.000001"
-    hadoop = {
-        "fs.s3a.endpoint": "http://minio.internal:9000",
-        "fs.s3a.path.style.access": "true",
-        "fs.s3a.access.key": "AKIA1",
-        "fs.s3a.secret.key": "s3cr3t",
-    }
-    remote = _framed(frame_batches(iter([_work(uri, FILE)]), filesystem_options=hadoop))
+def test_s3a_files_are_framed_through_s3_filesystem_configured_from_the_hadoop_settings(s3_server: S3Server) -> None:
+    (uri,) = s3_server.upload(SAMPLE, "framing/db1", [FILE.name])
+    assert uri == "s3a://framing/db1/mysql-bin.000001"
+    remote = _framed(frame_batches(iter([_work(uri, FILE)]), filesystem_options=s3_server.hadoop()))
     local = _framed(frame_batches(iter([_work(str(FILE), FILE)])))
 
-    assert recording_s3 == [
-        {"endpoint_override": "minio.internal:9000", "scheme": "http", "access_key": "AKIA1", "secret_key": "s3cr3t"}
-    ]
     summary = remote["file"][0]
     assert (summary["file"], summary["status"], summary["framed_until"]) == (uri, "complete", FILE.stat().st_size)
     assert remote["quarantine"] == []
     assert [{**row, "file": None} for row in remote["event"]] == [{**row, "file": None} for row in local["event"]]
     assert {row["file"] for row in remote["event"]} == {uri}
     assert remote["event"][0]["offset"] == 4
+
+
+def test_an_s3a_file_the_store_does_not_hold_is_an_unreadable_file_not_a_crash(s3_server: S3Server) -> None:
+    s3_server.upload(SAMPLE, "framing-missing/db1", [FILE.name])
+    uri = "s3a://framing-missing/db1/mysql-bin.000002"  # listed once, gone when read
+    remote = _framed(frame_batches(iter([_work(uri, FILE)]), filesystem_options=s3_server.hadoop()))
+
+    assert remote["event"] == []
+    summary = remote["file"][0]
+    assert (summary["file"], summary["status"]) == (uri, "unreadable"), summary
+    assert [row["code"] for row in remote["quarantine"]] == ["UNREADABLE_FILE"], remote["quarantine"]
 
 
 def test_framed_batches_hold_the_rows_of_frame_file_typed_as_their_tables() -> None:
