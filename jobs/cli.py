@@ -68,7 +68,9 @@ def parser() -> argparse.ArgumentParser:
         stage = commands.add_parser(
             name,
             parents=[config],
-            help="run bronze, silver and gold in order" if name == "run" else f"run the {name} stage",
+            help="run bronze, silver and gold in order (then current, with current.enabled)"
+            if name == "run"
+            else f"run the {name} stage",
         )
         stage.add_argument(
             "--progress-every",
