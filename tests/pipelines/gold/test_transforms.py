@@ -19,10 +19,10 @@ from pyspark.sql.pandas.types import from_arrow_schema
 from pyspark.sql.types import DecimalType, IntegerType, StringType, StructField, StructType, TimestampType
 
 from binlog_core.columns import DecodeOptions
+from pipelines.gold.names import gold_table_name
 from pipelines.gold.transforms import (
     changes_of,
     decode_rows_events,
-    gold_table_name,
     problems_of,
     rows_input,
     table_layout,

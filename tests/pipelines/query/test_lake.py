@@ -45,8 +45,8 @@ def test_a_table_resolves_to_the_folder_of_its_layer_case_insensitively() -> Non
         (
             "nodb",
             "t",
-            "nodb.t: no database nodb in this lakehouse (it has binlog_bronze, binlog_gold, binlog_quality, "
-            "binlog_silver)",
+            "nodb.t: no database nodb in this lakehouse (it has binlog_bronze, binlog_current, binlog_gold, "
+            "binlog_history, binlog_quality, binlog_silver)",
         ),
     ],
 )
