@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from deltalake import DeltaTable
 from pyspark.sql import SparkSession
 
 from conf import AppConfig, InputSettings, StorageSettings
@@ -85,3 +86,19 @@ def sample_lake(spark: SparkSession, tmp_path_factory: pytest.TempPathFactory) -
         yaml.safe_dump({"input": {"path": str(SAMPLE)}, "storage": {"root": str(root / "lake")}}), encoding="utf-8"
     )
     yield SampleLake(cfg, root / "lake", config_file)
+
+
+def lake_rows(root: Path, binlogs: Path) -> dict[str, list[str]]:
+    """Every row of every bronze, silver and gold table (run ids left out, the lakehouse root and the
+    input folder written as ``ROOT`` and ``IN``), read with delta-rs."""
+    tables: dict[str, list[str]] = {}
+    for layer in ("bronze", "silver", "gold"):
+        for folder in sorted((root / layer).iterdir()):
+            if (folder / "_delta_log").is_dir():
+                data = DeltaTable(str(folder)).to_pyarrow_table()
+                keep = [c for c in data.column_names if c != "run_id"]
+                rows = data.select(keep).to_pylist()
+                tables[f"{layer}.{folder.name}"] = sorted(
+                    repr(sorted(row.items())).replace(str(binlogs), "IN").replace(str(root), "ROOT") for row in rows
+                )
+    return tables

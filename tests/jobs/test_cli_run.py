@@ -27,6 +27,7 @@ from pyspark.sql import SparkSession
 from conf import load_config
 from pipelines.exits import Exit
 from pipelines.run import run
+from tests.harness.sample_lake import lake_rows
 
 ROOT = Path(__file__).resolve().parents[2]
 SAMPLE = ROOT / "tests" / "fixtures" / "mariadb" / "sample"
@@ -203,24 +204,6 @@ def test_a_second_run_on_a_locked_lakehouse_exits_5_naming_the_holder_and_a_run_
 
 
 # -- interruptions ------------------------------------------------------------------------------
-
-
-def lake_rows(root: Path, binlogs: Path) -> dict[str, list[str]]:
-    """Every row of every bronze, silver and gold table (run ids left out, the lakehouse root and the
-    input folder written as ``ROOT`` and ``IN``), read with delta-rs."""
-    from deltalake import DeltaTable
-
-    tables: dict[str, list[str]] = {}
-    for layer in ("bronze", "silver", "gold"):
-        for folder in sorted((root / layer).iterdir()):
-            if (folder / "_delta_log").is_dir():
-                data = DeltaTable(str(folder)).to_pyarrow_table()
-                keep = [c for c in data.column_names if c != "run_id"]
-                rows = data.select(keep).to_pylist()
-                tables[f"{layer}.{folder.name}"] = sorted(
-                    repr(sorted(row.items())).replace(str(binlogs), "IN").replace(str(root), "ROOT") for row in rows
-                )
-    return tables
 
 
 @pytest.fixture(scope="module")

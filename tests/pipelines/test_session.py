@@ -195,7 +195,9 @@ def test_main_prints_the_derby_metastore_below_the_lakehouse_root_of_the_config(
     assert f"spark.sql.warehouse.dir={tmp_path}/lake/_warehouse" in printed
 
 
-@pytest.mark.parametrize("options", [["--warm", "--sql", "SELECT 1"], ["--jars", "--warm"], ["--jars", "--sql", "SELECT 1"]])
+@pytest.mark.parametrize(
+    "options", [["--warm", "--sql", "SELECT 1"], ["--jars", "--warm"], ["--jars", "--sql", "SELECT 1"]]
+)
 def test_main_refuses_warm_jars_and_sql_together(options: list[str], capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SystemExit) as raised:
         main(options)
@@ -232,7 +234,7 @@ def test_main_prints_the_listed_jars_instead_of_packages(tmp_path: Path, capsys:
     assert capsys.readouterr().out == f"{jars[0]},{jars[1]}\n"
 
     jars[1].unlink()
-    with pytest.raises(FileNotFoundError, match="delta-storage.jar"):
+    with pytest.raises(FileNotFoundError, match=r"delta-storage\.jar"):
         main(["--config", str(config), "--jars"])
 
 
