@@ -21,7 +21,7 @@ import time
 from pathlib import Path
 from types import TracebackType
 
-from pyspark.find_spark_home import _find_spark_home
+import pyspark
 
 STRIPPED_ENV = ("PYTHONPATH", "PYTHONHOME", "VIRTUAL_ENV", "SPARK_HOME", "SPARK_CONF_DIR")
 """Variables the daemons do not inherit (with every ``PYSPARK_*`` and ``BINLOG_*`` one)."""
@@ -47,7 +47,7 @@ class StandaloneCluster:
         self.timeout = timeout
         self.master_url = ""
         self.processes: list[subprocess.Popen[bytes]] = []
-        self.spark_class = str(Path(_find_spark_home()) / "bin" / "spark-class")
+        self.spark_class = str(Path(pyspark.__file__).parent / "bin" / "spark-class")
 
     def daemon_env(self, name: str) -> dict[str, str]:
         """The environment of daemon ``name``: loopback, small daemon heaps, its own local folder."""

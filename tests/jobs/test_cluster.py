@@ -41,9 +41,11 @@ def readme_recipe() -> str:
 
 def cluster_config(folder: Path) -> Path:
     """A config for the cluster: master from spark-submit, the sample in, a lakehouse in ``folder``,
-    partitions sized for two one-core executors."""
+    partitions sized for two one-core executors (Spark's 200 shuffle partitions and Delta's 50 for a
+    snapshot would make the small sample thousands of tasks)."""
+    small = {"spark.default.parallelism": 2, "spark.databricks.delta.snapshotPartitions": 2}
     data = {
-        "spark": {"master": None, "ui_enabled": False, "shuffle_partitions": 4},
+        "spark": {"master": None, "ui_enabled": False, "shuffle_partitions": 2, "conf": small},
         "input": {"path": str(SAMPLE)},
         "storage": {"root": str(folder / "lake")},
     }
