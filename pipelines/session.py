@@ -12,6 +12,9 @@ one stops.
 
 ``python -m pipelines.session --warm`` starts a session once so that Ivy downloads the Delta jars
 into ``spark.ivy_dir``, writes and reads a one-row Delta table, and prints where the jars are.
+``--jars`` does the same and prints the jars as one comma-separated list, for ``spark-submit
+--jars`` (the cluster then needs no access to Maven Central; anything Spark prints meanwhile goes
+to stderr).
 ``python -m pipelines.session --sql "SELECT ..."`` runs statements in a session built from the
 config, so tables registered by earlier runs are queried by name::
 
@@ -53,6 +56,7 @@ __all__ = [
     "resolved_jars",
     "run_sql",
     "spark_options",
+    "submit_jars",
 ]
 
 DELTA_EXTENSION = "io.delta.sql.DeltaSparkSessionExtension"
@@ -309,6 +313,41 @@ def cached_jar(ivy_dir: str, coordinate: str) -> Path:
     return Path(ivy_dir) / "jars" / f"{group}_{artifact}-{version}.jar"
 
 
+def submit_jars(cfg: SparkSettings) -> list[str]:
+    """The jars a job of ``cfg`` needs, for ``spark-submit --jars``: ``spark.jars`` when the config
+    lists them, else the jars the resolution of ``spark.packages`` left in ``ivy_dir`` (resolving
+    them first when that was not done yet). The JVM such a resolution starts prints to stderr.
+
+        >>> ",".join(submit_jars(load_config("conf/local.yaml").spark))
+        'file:///.../.cache/ivy/jars/io.delta_delta-spark_4.2_2.13-4.4.0.jar,...'
+    """
+    if cfg.jars:
+        warm(cfg)
+        return list(cfg.jars)
+    resolved = resolved_jars(cfg.ivy_dir, cfg.packages)
+    if resolved is None:
+        with _stdout_to_stderr():
+            warm(cfg)
+        resolved = resolved_jars(cfg.ivy_dir, cfg.packages)
+    if not resolved:
+        raise FileNotFoundError(f"no jars resolved for {', '.join(cfg.packages) or 'no package'} in {cfg.ivy_dir}")
+    return resolved
+
+
+@contextlib.contextmanager
+def _stdout_to_stderr() -> Iterator[None]:
+    """While the block runs, file descriptor 1 is a copy of 2 (a JVM started meanwhile keeps it)."""
+    sys.stdout.flush()
+    saved = os.dup(1)
+    try:
+        os.dup2(2, 1)
+        yield
+    finally:
+        sys.stdout.flush()
+        os.dup2(saved, 1)
+        os.close(saved)
+
+
 def warm(cfg: SparkSettings, *, force: bool = False) -> list[Path]:
     """Make sure the configured jars are cached (starting Spark when they are not); return them."""
     if cfg.jars:
@@ -387,7 +426,7 @@ def _sql(cfg: SparkSettings, statements: Sequence[str]) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """``python -m pipelines.session [--config FILE] [--warm [--force] | --sql STATEMENT...]``."""
+    """``python -m pipelines.session [--config FILE] [--warm [--force] | --jars | --sql STATEMENT...]``."""
     parser = argparse.ArgumentParser(
         prog="python -m pipelines.session",
         description=(
@@ -399,14 +438,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--warm", action="store_true", help="cache the jars and probe Delta once")
     parser.add_argument("--force", action="store_true", help="with --warm: start Spark even if cached")
     parser.add_argument(
+        "--jars",
+        action="store_true",
+        help="print the jars of the config (resolved once if needed) comma-separated, for spark-submit --jars",
+    )
+    parser.add_argument(
         "--sql",
         action="append",
         metavar="STATEMENT",
         help="run STATEMENT and print its rows tab-separated after a header line (repeatable)",
     )
     args = parser.parse_args(argv)
-    if args.warm and args.sql:
-        parser.error("--warm and --sql exclude each other")
+    if sum(map(bool, (args.warm, args.sql, args.jars))) > 1:
+        parser.error("--warm, --jars and --sql exclude each other")
     try:
         cfg = load_config(args.config).spark
     except ConfigError as exc:
@@ -414,6 +458,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     if args.sql:
         return _sql(cfg, args.sql)
+    if args.jars:
+        print(",".join(submit_jars(cfg)))
+        return 0
     if not args.warm:
         for key, value in sorted(spark_options(cfg).items()):
             print(f"{key}={value}")

@@ -68,6 +68,8 @@ def test_cluster_example_takes_master_from_spark_submit_and_keeps_s3a_uris() -> 
     assert cfg.input.path == "s3a://example-binlogs/mysql-prod-01/"
     assert cfg.storage.root == "s3a://example-lakehouse/binlog/"
     assert cfg.input.modified_after == datetime(2024, 1, 1, tzinfo=UTC)
+    # the jars spark-submit is given (`python -m pipelines.session --jars`): Delta as installed, and s3a
+    assert cfg.spark.packages == [default_delta_package(), "org.apache.hadoop:hadoop-aws:3.5.0"]
 
 
 def test_default_delta_package_matches_delta_spark_pip_helper() -> None:

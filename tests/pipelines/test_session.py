@@ -212,11 +212,47 @@ def test_main_prints_the_derby_metastore_below_the_lakehouse_root_of_the_config(
     assert f"spark.sql.warehouse.dir={tmp_path}/lake/_warehouse" in printed
 
 
-def test_main_refuses_warm_and_sql_together(capsys: pytest.CaptureFixture[str]) -> None:
+@pytest.mark.parametrize(
+    "options", [["--warm", "--sql", "SELECT 1"], ["--jars", "--warm"], ["--jars", "--sql", "SELECT 1"]]
+)
+def test_main_refuses_warm_jars_and_sql_together(options: list[str], capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SystemExit) as raised:
-        main(["--warm", "--sql", "SELECT 1"])
+        main(options)
     assert raised.value.code == 2
-    assert "--warm and --sql exclude each other" in capsys.readouterr().err
+    assert "--warm, --jars and --sql exclude each other" in capsys.readouterr().err
+
+
+def test_main_prints_the_jars_of_the_recorded_resolution_as_one_list_for_spark_submit(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    jars = [tmp_path / "jars" / "io.delta_delta-spark_4.2_2.13-4.4.0.jar", tmp_path / "jars" / "dep.jar"]
+    jars[0].parent.mkdir()
+    for jar in jars:
+        jar.write_bytes(b"PK")
+    _resolution(tmp_path, [DELTA], jars)
+    config = tmp_path / "c.yaml"
+    config.write_text(f"spark:\n  ivy_dir: {tmp_path}\ninput:\n  path: in\nstorage:\n  root: lake\n")
+
+    assert main(["--config", str(config), "--jars"]) == 0
+
+    printed = capsys.readouterr()
+    assert printed.out == ",".join(f"file://{j}" for j in jars) + "\n"
+    assert printed.err == ""
+
+
+def test_main_prints_the_listed_jars_instead_of_packages(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    jars = [tmp_path / "delta-spark.jar", tmp_path / "delta-storage.jar"]
+    for jar in jars:
+        jar.write_bytes(b"PK")
+    config = tmp_path / "c.yaml"
+    config.write_text(f"spark:\n  jars: [{jars[0]}, {jars[1]}]\ninput:\n  path: in\nstorage:\n  root: lake\n")
+
+    assert main(["--config", str(config), "--jars"]) == 0
+    assert capsys.readouterr().out == f"{jars[0]},{jars[1]}\n"
+
+    jars[1].unlink()
+    with pytest.raises(FileNotFoundError, match=r"delta-storage\.jar"):
+        main(["--config", str(config), "--jars"])
 
 
 def test_cached_jar_is_where_spark_ivy_retrieval_puts_it() -> None:
