@@ -350,10 +350,7 @@ def _sql(args: argparse.Namespace, config: AppConfig | None, spark: SparkSession
 
     stop: Callable[[], None] = lambda: None  # noqa: E731
     try:
-        if args.engine == "spark":
-            execute, stop = _spark_engine(cfg, spark)
-        else:
-            execute = _embedded_engine(cfg)
+        execute, stop = _engine(args.engine, cfg, spark)
         written = 0
         for number, statement in enumerate(statements, 1):
             try:
@@ -400,10 +397,7 @@ def _asof(args: argparse.Namespace, config: AppConfig | None, spark: SparkSessio
         return Exit.USAGE
     stop: Callable[[], None] = lambda: None  # noqa: E731
     try:
-        if args.engine == "spark":
-            execute, stop = _spark_engine(cfg, spark)
-        else:
-            execute = _embedded_engine(cfg)
+        execute, stop = _engine(args.engine, cfg, spark)
         if args.gtid is not None:
             found = execute(gtid_statement(cfg.storage, args.gtid, args.server))
             point = gtid_point([tuple(row) for row in found.rows()] if found is not None else [], args.gtid)
@@ -416,6 +410,15 @@ def _asof(args: argparse.Namespace, config: AppConfig | None, spark: SparkSessio
     finally:
         stop()
     return Exit.OK
+
+
+def _engine(
+    engine: str, cfg: AppConfig, spark: SparkSession | None
+) -> tuple[Callable[[str], Result | None], Callable[[], None]]:
+    """The statement runner of ``engine`` (embedded or spark), and what stops it."""
+    if engine == "spark":
+        return _spark_engine(cfg, spark)
+    return _embedded_engine(cfg), lambda: None
 
 
 def _embedded_engine(cfg: AppConfig) -> Callable[[str], Result | None]:
