@@ -130,10 +130,16 @@ def _present(image: Mapping[str, Any] | None, absent: frozenset[str]) -> dict[st
     return {c: v for c, v in (image or {}).items() if c not in absent}
 
 
-def _insert(table: _Table, step: Step, key: Sequence[str], out: list[Version]) -> None:
-    version = Version(dict.fromkeys(table.columns) | _present(step.after, step.absent_after), step)
+def _open(table: _Table, values: dict[str, Any], step: Step, key: Sequence[str], out: list[Version]) -> None:
+    """A new open version of the row: the values under it, with the after image's present columns."""
+    values.update(_present(step.after, step.absent_after))
+    version = Version(values, step)
     table.add(version, key)
     out.append(version)
+
+
+def _insert(table: _Table, step: Step, key: Sequence[str], out: list[Version]) -> None:
+    _open(table, dict.fromkeys(table.columns), step, key, out)
 
 
 def _update(table: _Table, step: Step, key: Sequence[str], out: list[Version]) -> None:
@@ -143,10 +149,7 @@ def _update(table: _Table, step: Step, key: Sequence[str], out: list[Version]) -
         values = dict(old.values)
     else:
         values = dict.fromkeys(table.columns) | _present(step.before, step.absent_before)
-    values.update(_present(step.after, step.absent_after))
-    version = Version(values, step)
-    table.add(version, key)
-    out.append(version)
+    _open(table, values, step, key, out)
 
 
 def _delete(table: _Table, step: Step, key: Sequence[str], out: list[Version]) -> None:
