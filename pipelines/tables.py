@@ -565,8 +565,7 @@ CURRENT_META = (
 """What every current-state row says of the change that last set it (after the source columns)."""
 
 HISTORY_META = (
-    *CURRENT_META[:2],
-    CURRENT_META[2],
+    *CURRENT_META[:3],  # _server, _op, _gtid
     _c("_valid_from", _TS, "commit time of the change that opened this version"),
     _c("_valid_to", _TS, "commit time of the step that closed it (null: still current, or no end known)"),
     _nn("_is_current", _BOOL, "the version is the row as it is now"),
