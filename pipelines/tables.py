@@ -553,14 +553,19 @@ TYPED_CHANGES_EXAMPLE = typed_change_table("<schema>__<table>", StructType([]))
 
 CURRENT_META = (
     _nn("_server", _STR, "the server whose table this row is of"),
-    _nn("_op", _STR, "the change that gave the row these values: insert | update"),
+    _nn(
+        "_op",
+        _STR,
+        "the change that gave the row these values: insert | update | rename (RENAME TABLE carried it "
+        "here) | fill (ALTER TABLE added a column with a default)",
+    ),
     _c("_gtid", _STR, "GTID of that change's transaction"),
     _c("_committed_at", _TS, "when that transaction committed (null: its file holds no end for it)"),
     _c("_sequence", _LONG, "sequence number of the file of that change"),
     _nn("_file", _STR, "the file of that change"),
-    _nn("_offset", _LONG, "its rows event's offset"),
+    _nn("_offset", _LONG, "its event's offset"),
     _c("_inner_index", _INT, "its inner index"),
-    _nn("_row_index", _INT, "its row inside the rows event"),
+    _c("_row_index", _INT, "its row inside the rows event (null: a DDL statement)"),
 )
 """What every current-state row says of the change that last set it (after the source columns)."""
 
@@ -569,12 +574,16 @@ HISTORY_META = (
     _c("_valid_from", _TS, "commit time of the change that opened this version"),
     _c("_valid_to", _TS, "commit time of the step that closed it (null: still current, or no end known)"),
     _nn("_is_current", _BOOL, "the version is the row as it is now"),
-    _c("_closed_by", _STR, "what closed it: update | delete | truncate | drop | create | drop_database | rename_from"),
+    _c(
+        "_closed_by",
+        _STR,
+        "what closed it: update | delete | truncate | drop | create | drop_database | rename | fill",
+    ),
     _c("_valid_from_sequence", _LONG, "sequence number of the file of the opening change"),
     _nn("_valid_from_file", _STR, "the file of the opening change"),
     _nn("_valid_from_offset", _LONG, "its offset"),
     _c("_valid_from_inner_index", _INT, "its inner index"),
-    _nn("_valid_from_row_index", _INT, "its row inside the rows event"),
+    _c("_valid_from_row_index", _INT, "its row inside the rows event (null: a DDL statement)"),
     _c("_valid_to_sequence", _LONG, "sequence number of the file of the closing step"),
     _c("_valid_to_file", _STR, "the file of the closing step (null: still current)"),
     _c("_valid_to_offset", _LONG, "its offset"),

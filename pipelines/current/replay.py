@@ -3,24 +3,34 @@
 A binlog is a sequence: the state of a table after a change is the state before it with the
 change applied. :func:`replay` walks the steps of one server's table in order -- row changes
 (``insert``, ``update``, ``delete``) and the DDL that acts on the rows (``truncate``, ``drop``,
-``create``, ``drop_database``, ``rename_from``) -- and returns every **version** of every row:
+``create``, ``drop_database``, ``rename``, ``fill``) -- and returns every **version** of every row:
 the values it held, the change that opened it and, once closed, the step that closed it::
 
-    versions = replay(steps, key_at)
+    versions = replay(steps, columns, facts, "app__items")
     live = [v for v in versions if v.closed is None]
 
 Rules, each one a line of a dispatch table below:
 
-* an insert opens a version;
+* an insert opens a version: the after image's present columns, and for the columns it leaves
+  out (MINIMAL images leave out what the server filled in) their defaults where known;
 * an update finds the row its before image names, closes that version and opens one holding the
   old values overlaid with the after image's *present* columns: a column absent from the after
   image (``binlog_row_image`` MINIMAL or NOBLOB) keeps its value, never becomes NULL;
 * a delete closes the version its before image names;
-* TRUNCATE, DROP TABLE, DROP DATABASE, a CREATE of the name and a RENAME of it away close every
-  open version (the table starts empty, with the columns of what follows).
+* TRUNCATE, DROP TABLE, DROP DATABASE and a CREATE of the name close every open version (the
+  table starts empty, with the columns of what follows);
+* RENAME TABLE closes every open version of the table it renames and opens the same rows in the
+  table it names (``target``);
+* ``fill``: ALTER TABLE ... ADD COLUMN with a default closes every open version and opens it again
+  with the default in the new column (the server wrote it into every existing row, unlogged).
+
+Steps name the table they act on (``table``; gold table names), so that the rows a RENAME carries
+into the table replayed come with them: the steps of every table renamed into it, directly or by
+a chain of renames, are replayed beside its own, and only the versions of the table asked for are
+returned.
 
 A before image names its row by the table's primary key where it is known at that position
-(``key_at``; from the TABLE_MAP's primary-key metadata as silver's schema history records it), so a
+(``facts.key``; from the TABLE_MAP's primary-key metadata as silver's schema history records it), so a
 before image holding only the key finds its row. A table without a known key is a multiset of
 whole rows: the before image names one open row equal to it in every column it holds (an
 identical row inserted twice is there twice; a delete removes one). An update or delete whose row
@@ -32,13 +42,19 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 Position = tuple[int, str, int, int, int]
 """``(file sequence, file, offset, inner index or -1, row index or -1)``: the order of a server's steps."""
 
-RESETS = frozenset({"truncate", "drop", "create", "drop_database", "rename_from"})
+RESETS = frozenset({"truncate", "drop", "create", "drop_database"})
 """DDL actions after which the table holds no rows."""
+
+RENAME = "rename"
+"""A RENAME TABLE: the rows of ``table`` move to ``target``."""
+
+FILL = "fill"
+"""Columns added with a default: ``after`` holds the value every existing row takes."""
 
 ROW_OPS = frozenset({"insert", "update", "delete"})
 
@@ -49,7 +65,11 @@ class Step:
 
     position: Position
     action: str
-    """insert, update, delete, or one of :data:`RESETS`."""
+    """insert, update, delete, :data:`RENAME`, :data:`FILL` or one of :data:`RESETS`."""
+    table: str = ""
+    """The table it acts on (a gold table name)."""
+    target: str | None = None
+    """:data:`RENAME`: the table's new name."""
     gtid: str | None = None
     commit_timestamp: Any = None
     before: Mapping[str, Any] | None = None
@@ -95,11 +115,14 @@ class _Table:
         self.open.setdefault(version._slot, []).append(version)
 
     def take(self, image: Mapping[str, Any], absent: frozenset[str], key: Sequence[str]) -> Version | None:
-        """Remove and return the open version ``image`` names (None: no such row is open)."""
-        if key and not absent.intersection(key):
-            return self._pop(self._slot(image, key))
-        if not absent and not key:
-            return self._pop(self._slot(image, key))
+        """Remove and return the open version ``image`` names (None: no such row is open).
+
+        Found by its slot when the image holds what the slot is made of; else (or when the key
+        known now is not the one the row was opened under) by the columns the image holds."""
+        if (key and not absent.intersection(key)) or (not absent and not key):
+            found = self._pop(self._slot(image, key))
+            if found is not None:
+                return found
         held = [c for c in (key or self.columns) if c not in absent]
         for slot, versions in self.open.items():
             for version in versions:
@@ -130,74 +153,143 @@ def _present(image: Mapping[str, Any] | None, absent: frozenset[str]) -> dict[st
     return {c: v for c, v in (image or {}).items() if c not in absent}
 
 
-def _open(table: _Table, values: dict[str, Any], step: Step, key: Sequence[str], out: list[Version]) -> None:
-    """A new open version of the row: the values under it, with the after image's present columns."""
-    values.update(_present(step.after, step.absent_after))
-    version = Version(values, step)
-    table.add(version, key)
-    out.append(version)
+class Facts(Protocol):
+    """What the schema history tells of a table at a position."""
+
+    def key(self, table: str, position: Position) -> Sequence[str]:
+        """The primary key's columns in force (empty: none known)."""
+
+    def defaults(self, table: str, position: Position) -> Mapping[str, Any]:
+        """The known (constant) defaults of its columns."""
 
 
-def _insert(table: _Table, step: Step, key: Sequence[str], out: list[Version]) -> None:
-    _open(table, dict.fromkeys(table.columns), step, key, out)
+class _Replay:
+    """The open rows of every table the steps act on; the versions of the one asked for."""
+
+    def __init__(self, columns: Sequence[str], facts: Facts, name: str) -> None:
+        self.columns = columns
+        self.facts = facts
+        self.name = name
+        self.tables: dict[str, _Table] = {}
+        self.versions: list[Version] = []
+
+    def table(self, name: str) -> _Table:
+        if name not in self.tables:
+            self.tables[name] = _Table(self.columns)
+        return self.tables[name]
+
+    def open(self, name: str, values: dict[str, Any], step: Step) -> None:
+        """A new open version of a row of ``name``: ``values`` with the after image's present columns."""
+        values.update(_present(step.after, step.absent_after))
+        version = Version(values, step)
+        self.table(name).add(version, self.facts.key(name, step.position))
+        if name == self.name:
+            self.versions.append(version)
+
+    def take(self, step: Step) -> Version | None:
+        """Remove and return the open version the step's before image names (None: no such row)."""
+        key = self.facts.key(step.table, step.position)
+        return self.table(step.table).take(step.before or {}, step.absent_before, key)
+
+    def insert(self, step: Step) -> None:
+        self.open(step.table, {**dict.fromkeys(self.columns), **self.facts.defaults(step.table, step.position)}, step)
+
+    def update(self, step: Step) -> None:
+        old = self.take(step)
+        if old is not None:
+            old.closed = step
+            values = dict(old.values)
+        else:
+            values = dict.fromkeys(self.columns) | _present(step.before, step.absent_before)
+        self.open(step.table, values, step)
+
+    def delete(self, step: Step) -> None:
+        old = self.take(step)
+        if old is not None:
+            old.closed = step
+
+    def reset(self, step: Step) -> None:
+        for version in self.table(step.table).clear():
+            version.closed = step
+
+    def rename(self, step: Step) -> None:
+        for version in self.table(step.table).clear():
+            version.closed = step
+            self.open(step.target or "", dict(version.values), step)
+
+    def fill(self, step: Step) -> None:
+        for version in self.table(step.table).clear():
+            version.closed = step
+            self.open(step.table, dict(version.values), step)
 
 
-def _update(table: _Table, step: Step, key: Sequence[str], out: list[Version]) -> None:
-    old = table.take(step.before or {}, step.absent_before, key)
-    if old is not None:
-        old.closed = step
-        values = dict(old.values)
-    else:
-        values = dict.fromkeys(table.columns) | _present(step.before, step.absent_before)
-    _open(table, values, step, key, out)
-
-
-def _delete(table: _Table, step: Step, key: Sequence[str], out: list[Version]) -> None:
-    old = table.take(step.before or {}, step.absent_before, key)
-    if old is not None:
-        old.closed = step
-
-
-def _reset(table: _Table, step: Step, key: Sequence[str], out: list[Version]) -> None:
-    for version in table.clear():
-        version.closed = step
-
-
-_APPLY: dict[str, Callable[[_Table, Step, Sequence[str], list[Version]], None]] = {
-    "insert": _insert,
-    "update": _update,
-    "delete": _delete,
-    **dict.fromkeys(RESETS, _reset),
+_APPLY: dict[str, Callable[[_Replay, Step], None]] = {
+    "insert": _Replay.insert,
+    "update": _Replay.update,
+    "delete": _Replay.delete,
+    RENAME: _Replay.rename,
+    FILL: _Replay.fill,
+    **dict.fromkeys(RESETS, _Replay.reset),
 }
-"""Step action -> how it changes the table."""
+"""Step action -> how it changes the tables."""
 
 
-def replay(steps: Iterable[Step], columns: Sequence[str], key_at: Callable[[Position], Sequence[str]]) -> list[Version]:
-    """Every version the steps make, in the order they were opened (see the module doc).
+def replay(steps: Iterable[Step], columns: Sequence[str], facts: Facts, name: str = "") -> list[Version]:
+    """Every version of table ``name`` the steps make, in the order they were opened (see the module doc).
 
-    ``columns``: the table's columns (a version holds each, NULL until a change sets it);
-    ``key_at``: the primary key's columns in force at a position (empty: none known).
+    ``columns``: the columns a version holds (each NULL until a change sets it);
+    ``facts``: each table's primary key and column defaults at a position.
     """
-    table = _Table(columns)
-    versions: list[Version] = []
+    state = _Replay(columns, facts, name)
     for step in sorted(steps, key=lambda s: s.position):
-        _APPLY[step.action](table, step, key_at(step.position), versions)
-    return versions
+        _APPLY[step.action](state, step)
+    return state.versions
 
 
-class KeyHistory:
-    """The primary key of one table at each position: ``(start position, key columns)`` in order."""
+@dataclass(frozen=True)
+class Schema:
+    """A table's schema version as the replay needs it: where it starts, its key, its defaults."""
 
-    def __init__(self, starts: Iterable[tuple[Position, Sequence[str]]]) -> None:
-        self.starts = sorted((position, tuple(key)) for position, key in starts)
+    start: Position
+    key: tuple[str, ...] = ()
+    defaults: Mapping[str, Any] = field(default_factory=dict)
 
-    def __call__(self, position: Position) -> Sequence[str]:
-        key: Sequence[str] = ()
-        for start, columns in self.starts:
-            if start > position:
+
+class SchemaHistory:
+    """Each table's schema versions in binlog order (:class:`Facts` from them)."""
+
+    def __init__(self, versions: Mapping[str, Iterable[Schema]]) -> None:
+        self.versions = {table: sorted(found, key=lambda v: v.start) for table, found in versions.items()}
+
+    def at(self, table: str, position: Position) -> Schema | None:
+        """The version of ``table`` in force at ``position`` (None: none known)."""
+        found = None
+        for version in self.versions.get(table, ()):
+            if version.start > position:
                 break
-            key = columns
-        return key
+            found = version
+        return found
+
+    def key(self, table: str, position: Position) -> Sequence[str]:
+        version = self.at(table, position)
+        return () if version is None else version.key
+
+    def defaults(self, table: str, position: Position) -> Mapping[str, Any]:
+        version = self.at(table, position)
+        return {} if version is None else version.defaults
 
 
-__all__ = ["RESETS", "ROW_OPS", "KeyHistory", "Position", "Step", "Version", "hashable", "replay"]
+__all__ = [
+    "FILL",
+    "RENAME",
+    "RESETS",
+    "ROW_OPS",
+    "Facts",
+    "Position",
+    "Schema",
+    "SchemaHistory",
+    "Step",
+    "Version",
+    "hashable",
+    "replay",
+]

@@ -4,13 +4,19 @@ For every typed gold table ``<schema>__<table>``, ``CurrentStage.build``:
 
 1. collects on the driver what the replay needs besides the rows (all small): the file sequence
    numbers (``binlog_files``), the DDL statements that act on the table's rows (silver
-   ``ddl_events``: TRUNCATE, DROP TABLE, DROP DATABASE, CREATE, RENAME away) and the primary key
-   in force at each position (silver ``schema_history``);
-2. groups the table's changes by server and replays each server's sequence in a Python worker
+   ``ddl_events``: TRUNCATE, DROP TABLE, DROP DATABASE, CREATE, RENAME TABLE), and from silver's
+   ``schema_history`` the primary key in force at each position and the defaults of columns
+   ALTER TABLE added;
+2. groups the table's changes by server -- with the changes of every table renamed into it, whose
+   rows the RENAME carries over -- and replays each server's sequence in a Python worker
    (:func:`pipelines.current.replay.replay`), straight from and into typed Arrow: every version
    of every row, with the bounds that opened and closed it;
 3. writes ``binlog_history.<table>`` (every version) and ``binlog_current.<table>`` (the versions
    still open) from that one replay.
+
+A table that only ever received rows by RENAME (no row change names it) has its tables too, with
+the columns of the tables renamed into it. A column default is taken when it is a constant (a
+number or a string); an expression default (``CURRENT_TIMESTAMP``) leaves the existing rows NULL.
 
 A table is replayed whole whenever files gold has (re)built since the last build arrive, so the
 state is a function of the input set, whatever order files came in; the tables are overwritten,
@@ -20,6 +26,7 @@ Delta's change data feed is on for both tables.
 
 from __future__ import annotations
 
+import re
 from collections import defaultdict
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -30,7 +37,18 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.types import StructType
 
-from pipelines.current.replay import RESETS, KeyHistory, Position, Step, Version, replay
+from pipelines.current.replay import (
+    FILL,
+    RENAME,
+    RESETS,
+    ROW_OPS,
+    Position,
+    Schema,
+    SchemaHistory,
+    Step,
+    Version,
+    replay,
+)
 from pipelines.gold.names import gold_table_name
 from pipelines.stage import Built, Context
 from pipelines.storage import Table, Write
@@ -64,6 +82,9 @@ CHANGE_COLUMNS = [
 
 CHANGE_DATA_FEED = {"delta.enableChangeDataFeed": "true"}
 
+ALTER = "alter"
+"""The DDL object action of ALTER TABLE (silver ``ddl_events``)."""
+
 
 @dataclass
 class CurrentOutput(Built):
@@ -89,18 +110,25 @@ class _Known:
 
     sequences: dict[str, int | None]
     ddl: dict[str, list[_Ddl]]
-    """server -> the DDL statements that empty tables."""
-    keys: dict[str, list[tuple[Any, ...]]]
-    """server -> (where a schema version starts, its primary-key columns)."""
+    """server -> the DDL statements that empty tables or rename them."""
+    schemas: dict[str, dict[str, list[_Version]]]
+    """server -> gold table -> its schema versions."""
+    fills: dict[str, list[tuple[str, Position, dict[str, str]]]]
+    """server -> (gold table, where ALTER TABLE added columns, their defaults' SQL text)."""
 
 
 def _ddl_steps(ctx: Context, sequences: dict[str, int | None]) -> dict[str, list[_Ddl]]:
-    """server -> the DDL statements that empty a table, with the tables they act on (few: collected)."""
+    """server -> the DDL statements that empty, rename or alter tables, with the tables they act on
+    (few: collected; an ALTER's commit is the time of the defaults it fills in).
+
+    A RENAME TABLE of several pairs is one step per pair, in the statement's order (the index of
+    the pair's new name is the last part of its position), so that ``a TO t, b TO a, t TO b`` swaps."""
     if not ctx.lake.exists(DDL_EVENTS):
         return {}
+    acting = sorted({*RESETS, ALTER, "rename_from", "rename_to"})
     rows = (
         ctx.lake.read(DDL_EVENTS)
-        .where(F.col("objects").isNotNull())
+        .where(F.exists("objects", lambda o: o["action"].isin(*acting)))
         .select(
             "server",
             "file",
@@ -109,23 +137,41 @@ def _ddl_steps(ctx: Context, sequences: dict[str, int | None]) -> dict[str, list
             "gtid",
             # a DDL statement commits as it is written: its header time where no end event says more
             F.coalesce("commit_timestamp", F.timestamp_seconds("timestamp")).alias("commit_timestamp"),
-            F.explode("objects").alias("o"),
+            "objects",
         )
-        .where(F.col("o.action").isin(*sorted(RESETS)))
         .collect()
     )
     steps: dict[str, list[_Ddl]] = defaultdict(list)
     for row in rows:
-        position = _position(sequences.get(row.file), row.file, row.offset, row.inner_index, None)
-        steps[row.server].append(
-            _Ddl(position, row.o.action, row.o.schema_name, row.o.object_name, row.gtid, row.commit_timestamp)
-        )
+        at = _position(sequences.get(row.file), row.file, row.offset, row.inner_index, None)
+        source: Any = None
+        for index, o in enumerate(row.objects):
+            if o.action in RESETS or o.action == ALTER:
+                steps[row.server].append(
+                    _Ddl(at, o.action, o.schema_name, o.object_name, row.gtid, row.commit_timestamp)
+                )
+            elif o.action == "rename_from":
+                source = o
+            elif o.action == "rename_to" and source is not None:
+                steps[row.server].append(
+                    _Ddl(
+                        (*at[:4], index),
+                        RENAME,
+                        source.schema_name,
+                        source.object_name,
+                        row.gtid,
+                        row.commit_timestamp,
+                        (o.schema_name or source.schema_name, o.object_name),
+                    )
+                )
+                source = None
     return steps
 
 
 @dataclass(frozen=True)
 class _Ddl:
-    """A DDL statement that empties a table (or, for DROP DATABASE, every table of a database)."""
+    """A DDL statement that empties a table (or, for DROP DATABASE, every table of a database), or
+    renames one (``target``: its new schema and name)."""
 
     position: Position
     action: str
@@ -133,56 +179,163 @@ class _Ddl:
     name: str
     gtid: str | None
     commit_timestamp: Any
+    target: tuple[str, str] | None = None
 
-    def acts_on(self, tables: set[tuple[str, str]]) -> bool:
-        """Whether it acts on one of ``tables`` (``(schema, table)`` as the rows name them), names
-        compared as the gold table names compare them."""
+    def acts_on(self, schema: str, table: str) -> bool:
+        """Whether it acts on table ``schema.table``, names compared as gold table names compare them."""
         if self.action == "drop_database":
-            return any(gold_table_name(self.name, table) == gold_table_name(schema, table) for schema, table in tables)
-        return self.schema is not None and any(
-            gold_table_name(self.schema, self.name) == gold_table_name(schema, table) for schema, table in tables
+            return gold_table_name(self.name, table) == gold_table_name(schema, table)
+        return self.schema is not None and gold_table_name(self.schema, self.name) == gold_table_name(schema, table)
+
+    @property
+    def source_table(self) -> str | None:
+        """The gold table name of the table it acts on (None: a database)."""
+        return (
+            None if self.action == "drop_database" or self.schema is None else gold_table_name(self.schema, self.name)
         )
 
+    @property
+    def target_table(self) -> str | None:
+        """A RENAME's new gold table name."""
+        return None if self.target is None else gold_table_name(*self.target)
 
-def _key_starts(ctx: Context, sequences: dict[str, int | None]) -> dict[tuple[str, str], list[tuple[Any, ...]]]:
-    """gold table -> (server, where a schema version starts, its primary-key columns)."""
+
+def _renamed_into(ddl: dict[str, list[_Ddl]]) -> dict[str, set[str]]:
+    """gold table -> every table whose rows a RENAME (or a chain of them) may carry into it, itself included."""
+    sources: dict[str, set[str]] = defaultdict(set)
+    for steps in ddl.values():
+        for step in steps:
+            if step.action == RENAME and step.source_table and step.target_table:
+                sources[step.target_table].add(step.source_table)
+    lineage: dict[str, set[str]] = {}
+    for name in sources:
+        found, todo = {name}, [name]
+        while todo:
+            for source in sources.get(todo.pop(), ()):
+                if source not in found:
+                    found.add(source)
+                    todo.append(source)
+        lineage[name] = found
+    return lineage
+
+
+@dataclass(frozen=True)
+class _Version:
+    """A schema version of a table: where it starts, its primary key, its columns' defaults (SQL text)."""
+
+    start: Position
+    key: tuple[str, ...]
+    defaults: dict[str, str]
+
+    def typed(self, types: dict[str, pa.DataType]) -> Schema:
+        """The version with its constant defaults as values of the columns' types."""
+        values = {c: typed_default(text, types[c]) for c, text in self.defaults.items() if c in types}
+        return Schema(self.start, self.key, {c: v for c, v in values.items() if v is not None})
+
+
+def _schema_facts(
+    ctx: Context, sequences: dict[str, int | None]
+) -> tuple[dict[str, dict[str, list[_Version]]], dict[str, list[tuple[str, Position, dict[str, str]]]]]:
+    """From silver's schema history, per server: each gold table's schema versions (where each
+    starts, its primary key, its defaults) and the defaults of the columns each ALTER TABLE added."""
+    schemas: dict[str, dict[str, list[_Version]]] = defaultdict(lambda: defaultdict(list))
+    fills: dict[str, list[tuple[str, Position, dict[str, str]]]] = defaultdict(list)
     if not ctx.lake.exists(SCHEMA_HISTORY):
-        return {}
+        return schemas, fills
     rows = ctx.lake.read(SCHEMA_HISTORY).select(
         "server",
         "schema_name",
         "table_name",
+        "version",
         "valid_from_sequence",
         "valid_from_file",
         "valid_from_offset",
         "valid_from_inner_index",
         "columns",
+        "source",
+        "statement",
     )
-    starts: dict[tuple[str, str], list[tuple[Any, ...]]] = defaultdict(list)
-    for row in rows.collect():
-        key = [c.name for c in (row.columns or []) if c.primary_key]
+    previous: dict[tuple[str, str], Any] = {}
+    for row in sorted(rows.collect(), key=lambda r: (r.server, r.schema_name, r.table_name, r.version)):
+        name = gold_table_name(row.schema_name, row.table_name)
         at = (
             (-2, "", -1, -1, -1)
             if row.valid_from_file is None
-            else _position(row.valid_from_sequence, row.valid_from_file, row.valid_from_offset or 0, None, None)
+            else _position(
+                row.valid_from_sequence,
+                row.valid_from_file,
+                row.valid_from_offset or 0,
+                row.valid_from_inner_index,
+                None,
+            )
         )
-        if row.valid_from_inner_index is not None and row.valid_from_file is not None:
-            at = (*at[:3], int(row.valid_from_inner_index), -1)
-        starts[(row.server, gold_table_name(row.schema_name, row.table_name))].append((at, key))
-    return starts
+        columns = row.columns or []
+        schemas[row.server][name].append(
+            _Version(
+                at,
+                tuple(c.name for c in columns if c.primary_key),
+                {c.name: c.default for c in columns if c.default is not None},
+            )
+        )
+        before = previous.get((row.server, name))
+        if _alters(row) and before is not None and before.columns is not None:
+            had = {c.name.lower() for c in before.columns}
+            added = {c.name: c.default for c in row.columns if c.name.lower() not in had and c.default is not None}
+            if added:
+                fills[row.server].append((name, at, added))
+        previous[(row.server, name)] = row
+    return schemas, fills
 
 
-def _steps(table: pa.Table, known: _Known, server: str) -> Iterator[Step]:
-    """The table's steps for one server: its row changes and the DDL acting on them."""
+def _alters(version: Any) -> bool:
+    """Whether a schema-history version is an ALTER TABLE's (which can add columns to existing rows)."""
+    return (
+        version.source == "ddl"
+        and version.columns is not None
+        and (version.statement or "").lstrip().upper().startswith("ALTER")
+    )
+
+
+_QUOTED = re.compile(r"^'((?:[^']|'')*)'$")
+_NUMBER = re.compile(r"^[-+]?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?$")
+
+
+def typed_default(text: str, kind: pa.DataType) -> Any:
+    """A column default's SQL text as the value of a field of type ``kind``; None when it is not a
+    constant (an expression such as ``CURRENT_TIMESTAMP()``) or does not convert.
+
+    >>> typed_default("'it''s'", pa.string()), typed_default("-7", pa.int32())
+    ("it's", -7)
+    """
+    quoted = _QUOTED.match(text)
+    if quoted is not None:
+        literal = quoted.group(1).replace("''", "'")
+    elif _NUMBER.match(text):
+        literal = text
+    else:
+        return None
+    if pa.types.is_binary(kind) or pa.types.is_large_binary(kind):
+        return literal.encode()
+    try:
+        return pa.array([literal], pa.string()).cast(kind)[0].as_py()
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+        return None
+
+
+def _steps(table: pa.Table, known: _Known, server: str, types: dict[str, pa.DataType]) -> Iterator[Step]:
+    """One server's steps of the tables replayed together: their row changes, and the DDL acting on them."""
     rows = table.to_pylist()
-    tables = {(row["schema_name"], row["table_name"]) for row in rows}
+    members: dict[str, tuple[str, str]] = {}
     for row in rows:
+        members.setdefault(row["_table"], (row["schema_name"], row["table_name"]))
         absent = row["absent_columns"] or {}
         yield Step(
             _position(
                 known.sequences.get(row["file"]), row["file"], row["offset"], row["inner_index"], row["row_index"]
             ),
             row["op"],
+            row["_table"],
+            None,
             row["gtid"],
             row["commit_timestamp"],
             row["before"],
@@ -190,9 +343,19 @@ def _steps(table: pa.Table, known: _Known, server: str) -> Iterator[Step]:
             frozenset(absent.get("before") or ()),
             frozenset(absent.get("after") or ()),
         )
-    for ddl in known.ddl.get(server, []):
-        if ddl.acts_on(tables):
-            yield Step(ddl.position, ddl.action, ddl.gtid, ddl.commit_timestamp)
+    ddl = known.ddl.get(server, [])
+    members |= {d.target_table: d.target for d in ddl if d.target_table and d.target}
+    for step in ddl:
+        for name, (schema, table_name) in members.items():
+            if step.action != ALTER and step.acts_on(schema, table_name):
+                yield Step(step.position, step.action, name, step.target_table, step.gtid, step.commit_timestamp)
+    alters = {d.position[:4]: d for d in ddl if d.action == ALTER}
+    for name, at, defaults in known.fills.get(server, []):
+        alter = alters.get(at[:4])
+        if name in members and alter is not None:
+            values = {c: typed_default(text, types[c]) for c, text in defaults.items() if c in types}
+            after = {c: v for c, v in values.items() if v is not None}
+            yield Step(at, FILL, name, None, alter.gtid, alter.commit_timestamp, after=after)
 
 
 def _bounds(step: Step | None, prefix: str) -> dict[str, Any]:
@@ -206,7 +369,7 @@ def _bounds(step: Step | None, prefix: str) -> dict[str, Any]:
         f"{prefix}file": file,
         f"{prefix}offset": offset,
         f"{prefix}inner_index": None if inner < 0 else inner,
-        f"{prefix}row_index": None if row < 0 else row,
+        f"{prefix}row_index": None if row < 0 or step.action not in ROW_OPS else row,
     }
 
 
@@ -226,27 +389,30 @@ def _history_row(server: str, version: Version) -> dict[str, Any]:
     }
 
 
-def replay_server(known: _Known, meta: StructType) -> Any:
-    """``pa.Table -> pa.Table`` for ``applyInArrow``: one server's changes -> its versions, the
-    source columns typed as the gold image arrives, ``meta`` (the history columns) after them."""
+def replay_server(known: _Known, meta: StructType, name: str, columns: list[str]) -> Any:
+    """``pa.Table -> pa.Table`` for ``applyInArrow``: one server's changes -> the versions of gold
+    table ``name``, its source ``columns`` typed as the gold image arrives, ``meta`` (the history
+    columns) after them."""
 
     def replay_group(table: pa.Table) -> pa.Table:
         image = table.schema.field("after").type
-        out_schema = _out_schema(image, meta, table.schema)
+        out_schema = _out_schema(image, columns, meta, table.schema)
         if table.num_rows == 0:
             return out_schema.empty_table()
         server = table.column("server")[0].as_py()
-        columns = [image.field(i).name for i in range(image.num_fields)]
-        key_at = KeyHistory((at, key) for at, key in known.keys.get(server, []))
-        versions = replay(_steps(table, known, server), columns, key_at)
+        types = {image.field(i).name: image.field(i).type for i in range(image.num_fields)}
+        schemas = SchemaHistory(
+            {t: [v.typed(types) for v in found] for t, found in known.schemas.get(server, {}).items()}
+        )
+        versions = replay(_steps(table, known, server, types), list(types), schemas, name)
         return pa.Table.from_pylist([_history_row(server, v) for v in versions], schema=out_schema)
 
     return replay_group
 
 
-def _out_schema(image: pa.StructType, meta: StructType, given: pa.Schema) -> pa.Schema:
-    """The Arrow schema of history rows: the image's fields, then ``meta`` in the time zone and
-    string type Spark hands the input in."""
+def _out_schema(image: pa.StructType, columns: list[str], meta: StructType, given: pa.Schema) -> pa.Schema:
+    """The Arrow schema of history rows: the image's fields named ``columns``, then ``meta`` in the
+    time zone and string type Spark hands the input in."""
     from pyspark.sql.pandas.types import to_arrow_schema  # noqa: PLC0415
 
     zone = given.field("commit_timestamp").type.tz or "UTC"
@@ -255,7 +421,50 @@ def _out_schema(image: pa.StructType, meta: StructType, given: pa.Schema) -> pa.
         field.with_type(text) if pa.types.is_string(field.type) or pa.types.is_large_string(field.type) else field
         for field in to_arrow_schema(meta, timezone=zone)
     ]
-    return pa.schema([*(image.field(i) for i in range(image.num_fields)), *fields])
+    return pa.schema([*(image.field(c) for c in columns), *fields])
+
+
+def _image_of(name: str, members: dict[str, DataFrame]) -> tuple[StructType, StructType]:
+    """The source columns of table ``name`` (its gold image; for a table only RENAMEs filled, those of
+    the tables renamed into it), and the image its replay reads: those and every other member's."""
+    images = [frames.schema["after"].dataType for frames in members.values()]
+    merged = StructType()
+    for image in images:
+        assert isinstance(image, StructType)
+        for f in image.fields:
+            if f.name not in merged.fieldNames():
+                merged.add(f)
+    own = members[name].schema["after"].dataType if name in members else merged
+    assert isinstance(own, StructType)
+    wide = StructType([*own.fields, *(f for f in merged.fields if f.name not in own.fieldNames())])
+    return own, wide
+
+
+def _union(members: dict[str, DataFrame], image: StructType) -> DataFrame:
+    """The changes of every member table, named by ``_table``, their images cast to ``image`` by name."""
+
+    def conform(frame: DataFrame, column: str) -> Any:
+        have = frame.schema[column].dataType
+        assert isinstance(have, StructType)
+        if have == image:
+            return F.col(column)
+        fields = [
+            (F.col(f"{column}.{f.name}") if f.name in have.fieldNames() else F.lit(None)).cast(f.dataType).alias(f.name)
+            for f in image.fields
+        ]
+        return F.when(F.col(column).isNull(), F.lit(None)).otherwise(F.struct(*fields)).alias(column)
+
+    parts = [
+        frame.select(
+            *(conform(frame, c) if c in ("before", "after") else F.col(c) for c in CHANGE_COLUMNS),
+            F.lit(table).alias("_table"),
+        )
+        for table, frame in members.items()
+    ]
+    union = parts[0]
+    for part in parts[1:]:
+        union = union.unionByName(part)
+    return union
 
 
 class CurrentStage:
@@ -276,22 +485,22 @@ class CurrentStage:
         if not pending:
             return out
         sequences = {f: row["sequence"] for f, row in files.items()}
-        keys = _key_starts(ctx, sequences)
+        schemas, fills = _schema_facts(ctx, sequences)
         ddl = _ddl_steps(ctx, sequences)
-        names = [t for t in ctx.lake.tables(Layer.GOLD) if t != CHANGES.name]
+        lineage = _renamed_into(ddl)
+        frames = {t: ctx.lake.read(Table(Layer.GOLD, t)) for t in ctx.lake.tables(Layer.GOLD) if t != CHANGES.name}
+        names = sorted({*frames, *(t for t, sources in lineage.items() if sources & set(frames))})
+        known = _Known(sequences, ddl, schemas, fills)
         for name in names:
-            frame = ctx.lake.read(Table(Layer.GOLD, name))
-            image = frame.schema["after"].dataType
-            assert isinstance(image, StructType)
-            history = history_table(name, image)
-            known = _Known(
-                sequences, ddl, {server: starts for (server, table), starts in keys.items() if table == name}
+            members = {t: frames[t] for t in sorted(lineage.get(name, {name}) | {name}) if t in frames}
+            own, image = _image_of(name, members)
+            history = history_table(name, own)
+            meta = StructType([c.field() for c in history.columns[len(own.fields) :]])
+            changes = _union(members, image)
+            versions = changes.groupBy("server").applyInArrow(
+                replay_server(known, meta, name, own.fieldNames()), history.schema
             )
-            meta = StructType([c.field() for c in history.columns[len(image.fields) :]])
-            versions = (
-                frame.select(*CHANGE_COLUMNS).groupBy("server").applyInArrow(replay_server(known, meta), history.schema)
-            )
-            out.tables[name] = (current_table(name, image), history, out.kept.keep(versions))
+            out.tables[name] = (current_table(name, own), history, out.kept.keep(versions))
         out.counts["current_tables"] = len(names)
         out.progress = [{"file": f, "built_from": upstream[f], "run_id": ctx.run_id} for f in pending]
         return out

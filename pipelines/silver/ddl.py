@@ -76,13 +76,15 @@ _MUST_PARSE = (["ALTER", "TABLE"], ["CREATE", "TABLE"])
 
 @dataclass(frozen=True, slots=True)
 class ColumnSpec:
-    """One column as DDL declares it: its name, MySQL type text, nullability and character set."""
+    """One column as DDL declares it: its name, MySQL type text, nullability, character set and
+    default (its SQL text, ``7``, ``'x'``, ``CURRENT_TIMESTAMP()``; None when it declares none or NULL)."""
 
     name: str
     type: str
     nullable: bool = True
     charset: str | None = None
     collation: str | None = None
+    default: str | None = None
 
 
 Charset = tuple[str | None, str | None]
@@ -214,10 +216,12 @@ def _type_text(kind: exp.Expression | None) -> str:
 
 def _spec_of(column: exp.ColumnDef) -> ColumnSpec:
     nullable = True
-    charset = collation = None
+    charset = collation = default = None
     for constraint in column.args.get("constraints") or []:
         kind = constraint.args.get("kind")
-        if isinstance(kind, exp.NotNullColumnConstraint):
+        if isinstance(kind, exp.DefaultColumnConstraint):
+            default = None if isinstance(kind.this, exp.Null) else kind.this.sql(dialect="mysql")
+        elif isinstance(kind, exp.NotNullColumnConstraint):
             nullable = bool(kind.args.get("allow_null"))
         elif isinstance(kind, exp.PrimaryKeyColumnConstraint):
             nullable = False
@@ -229,7 +233,7 @@ def _spec_of(column: exp.ColumnDef) -> ColumnSpec:
     if isinstance(type_expr, exp.DataType):
         for charset_expr in type_expr.find_all(exp.CharacterSet):
             charset = charset_expr.this.name.lower() if charset_expr.this else charset
-    return ColumnSpec(column.name, _type_text(type_expr), nullable, charset, collation)
+    return ColumnSpec(column.name, _type_text(type_expr), nullable, charset, collation, default)
 
 
 def _split_top_level(tokens: list[Token]) -> Iterator[list[Token]]:
@@ -298,8 +302,23 @@ def _element_spec(statement: str, part: list[Token]) -> ColumnSpec:
         joined = " ".join(t.text for t in type_tokens)
         type_text = _lower_type_name(joined.replace(" (", "(").replace("( ", "(").replace(" )", ")").replace(" ,", ","))
     return ColumnSpec(
-        part[0].text, type_text, nullable, _word_after(words, "CHARSET", "SET"), _word_after(words, "COLLATE")
+        part[0].text,
+        type_text,
+        nullable,
+        _word_after(words, "CHARSET", "SET"),
+        _word_after(words, "COLLATE"),
+        _default_of(part),
     )
+
+
+def _default_of(part: list[Token]) -> str | None:
+    """The SQL text of the one-token default of a column definition's tokens (``DEFAULT 'x'``)."""
+    for token, following in pairwise(part):
+        if token.text.upper() == "DEFAULT":
+            if following.token_type == TokenType.STRING:
+                return "'" + following.text.replace("'", "''") + "'"
+            return None if following.text.upper() == "NULL" else following.text
+    return None
 
 
 def _word_after(words: list[str], *keys: str) -> str | None:
@@ -521,9 +540,7 @@ class SchemaRegistry:
             elif isinstance(action, exp.RenameColumn):
                 index = _index(columns, action.this.name)
                 old_spec = columns[index]
-                columns[index] = ColumnSpec(
-                    action.args["to"].name, old_spec.type, old_spec.nullable, old_spec.charset, old_spec.collation
-                )
+                columns[index] = replace(old_spec, name=action.args["to"].name)
             elif isinstance(action, exp.AlterRename):
                 renamed_to = action.this
         self._set_table(key, columns)

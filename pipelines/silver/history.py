@@ -64,7 +64,7 @@ def spec_column(position: int, spec: ColumnSpec) -> dict[str, Any]:
         "nullable": spec.nullable,
         "charset": spec.charset,
         "collation": spec.collation,
-        "default": None,
+        "default": spec.default,
         "primary_key": None,
     }
 
@@ -110,7 +110,14 @@ def _names(columns: list[dict[str, Any]] | None) -> tuple[str | None, ...] | Non
 
 
 def _spec_of_map_column(column: Mapping[str, Any]) -> ColumnSpec:
-    return ColumnSpec(column["name"], column["type"], bool(column["nullable"]), column["charset"], column["collation"])
+    return ColumnSpec(
+        column["name"],
+        column["type"],
+        bool(column["nullable"]),
+        column["charset"],
+        column["collation"],
+        column.get("default"),
+    )
 
 
 def _apply_result(history: _History, registry: SchemaRegistry, result: DdlResult, row: Mapping[str, Any]) -> None:

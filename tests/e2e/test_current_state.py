@@ -4,8 +4,9 @@ server's own ``SELECT *`` after the workload, for FULL, MINIMAL and NOBLOB row i
 Three private MariaDB servers (one per ``binlog_row_image``) run the same workload over three
 binlog files each: inserts, updates, deletes, REPLACE, INSERT ... ON DUPLICATE KEY UPDATE, a
 table without a primary key (a multiset: a duplicate row inserted twice, one of them deleted),
-TRUNCATE, DROP TABLE and a CREATE of the same name with other columns, DROP DATABASE, and an
-update that MINIMAL and NOBLOB images log partially. Their binlogs go into one input, a folder
+TRUNCATE, DROP TABLE and a CREATE of the same name with other columns, DROP DATABASE, RENAME
+TABLE (in one database and across two, one of them to a name no row change names later), ALTER
+TABLE ... ADD COLUMN with a default, and an update that MINIMAL and NOBLOB images log partially. Their binlogs go into one input, a folder
 per server, so the same schema and table names of three servers share one lakehouse and must
 never mix.
 """
@@ -36,10 +37,12 @@ from pipelines.storage import Lakehouse, Layer, Table
 from tests.harness.mariadb import DEFAULT_BINLOG_OPTIONS, MariaDBServer, ServerFactory
 
 IMAGES = ("FULL", "MINIMAL", "NOBLOB")
-TABLES = ("app.items", "app.tags", "app.tmp", "app.gone")
+TABLES = ("app.items", "app.tags", "app.tmp", "app.gone", "app.renamed", "arch.moved")
 """The workload's tables that live on: their current state must equal the server's."""
 DROPPED = ("scratch.t",)
 """Tables the workload drops (with their database): their current state must be empty."""
+RENAMED_AWAY = ("app.old", "app.moved")
+"""Tables the workload renames: their rows live on under the new names."""
 
 WORKLOAD: tuple[tuple[str, ...], ...] = (
     (
@@ -74,6 +77,18 @@ WORKLOAD: tuple[tuple[str, ...], ...] = (
         "INSERT INTO scratch.t VALUES (1,1),(2,2)",
         "DROP DATABASE scratch",
         "UPDATE app.items SET name = 'six-b' WHERE id = 6",
+        "CREATE TABLE app.old (id INT PRIMARY KEY, v INT)",
+        "INSERT INTO app.old VALUES (1,10),(2,20)",
+        "RENAME TABLE app.old TO app.renamed",
+        "UPDATE app.renamed SET v = 21 WHERE id = 2",
+        "CREATE DATABASE arch",
+        "CREATE TABLE app.moved (id INT PRIMARY KEY, v VARCHAR(5))",
+        "INSERT INTO app.moved VALUES (1,'m1'),(2,'m2')",
+        "ALTER TABLE app.moved RENAME TO arch.moved",
+        "ALTER TABLE app.items ADD COLUMN qty INT NOT NULL DEFAULT 7",
+        "UPDATE app.items SET qty = 8 WHERE id = 1",
+        "ALTER TABLE app.tmp ADD COLUMN label VARCHAR(10) DEFAULT 'x''y'",
+        "INSERT INTO app.tmp (id, v) VALUES (4, 4)",
     ),
 )
 """Statements per binlog file (the logs are flushed between them)."""
@@ -91,7 +106,8 @@ class Recorded:
     offset: int
     gtid: str
     at: str
-    rows: dict[str, Counter[tuple[Any, ...]]]
+    rows: dict[str, tuple[list[str], Counter[tuple[Any, ...]]]]
+    """table -> its column names and rows"""
 
 
 @dataclass
@@ -104,6 +120,8 @@ class Built:
     """row image -> the input folder of its binlogs"""
     points: dict[str, list[Recorded]]
     """row image -> the points recorded after each file's statements"""
+    final: dict[str, dict[str, tuple[list[str], Counter[tuple[Any, ...]]]]]
+    """row image -> table -> its columns and rows as the server read them back after the workload"""
 
 
 def _server_rows(server: MariaDBServer, table: str) -> tuple[list[str], Counter[tuple[Any, ...]]]:
@@ -138,7 +156,7 @@ def built(
                 cur.execute("SELECT @@last_gtid, UTC_TIMESTAMP()")
                 gtid, now = cur.fetchone()
             file, offset = server.query("SHOW MASTER STATUS")[0][:2]
-            rows = {table: _server_rows(server, table)[1] for table in ASOF_TABLES}
+            rows = {table: _server_rows(server, table) for table in ASOF_TABLES}
             points[image].append(Recorded(str(file), int(offset), str(gtid), str(now), rows))
             time.sleep(1.1)  # commit times have whole seconds: the next file's commits come later
             server.flush_binary_logs()
@@ -156,7 +174,8 @@ def built(
     )
     report = run(spark, cfg, err=io.StringIO(), progress_every=None)
     assert report.exit_code == 0, report
-    yield Built(Lakehouse(spark, cfg.storage), cfg, servers, folders, points)
+    final = {image: {table: _server_rows(server, table) for table in TABLES} for image, server in servers.items()}
+    yield Built(Lakehouse(spark, cfg.storage), cfg, servers, folders, points, final)
 
 
 @pytest.mark.parametrize("image", IMAGES)
@@ -164,7 +183,7 @@ def built(
 def test_the_current_state_of_each_table_equals_the_servers_rows_for_each_row_image(
     built: Built, image: str, table: str
 ) -> None:
-    names, expected = _server_rows(built.servers[image], table)
+    names, expected = built.final[image][table]
     current = _of_server(built.lake.read(Table(Layer.CURRENT, table.replace(".", "__"))), built.folders[image])
     got = Counter(tuple(row) for row in current.select(*names).collect())
     assert got == expected
@@ -179,18 +198,42 @@ def test_a_table_of_a_dropped_database_has_no_current_rows(built: Built, table: 
     assert closed == {"drop_database"}
 
 
+@pytest.mark.parametrize("table", RENAMED_AWAY)
+def test_a_table_renamed_away_has_no_current_rows_and_its_versions_closed_by_the_rename(
+    built: Built, table: str
+) -> None:
+    assert built.lake.read(Table(Layer.CURRENT, table.replace(".", "__"))).count() == 0
+    history = built.lake.read(Table(Layer.HISTORY, table.replace(".", "__"))).collect()
+    assert {row._closed_by for row in history} == {"rename"}
+    assert len(history) == 2 * len(IMAGES)
+
+
+def test_rows_a_rename_carries_open_their_versions_at_it_under_the_new_name(built: Built) -> None:
+    for image, folder in built.folders.items():
+        history = _of_server(built.lake.read(Table(Layer.HISTORY, "app__renamed")), folder)
+        versions = history.orderBy("id", "_valid_from_offset").collect()
+        assert [(v.id, v.v, v._op, v._closed_by) for v in versions] == [
+            (1, 10, "rename", None),
+            (2, 20, "rename", "update"),
+            (2, 21, "update", None),
+        ], image
+        renamed = _of_server(built.lake.read(Table(Layer.HISTORY, "app__old")), folder).collect()
+        assert {v._valid_to_offset for v in renamed} == {versions[0]._valid_from_offset}, image
+
+
 def test_the_history_of_a_row_chains_its_versions_from_insert_to_now(built: Built) -> None:
     history = _of_server(built.lake.read(Table(Layer.HISTORY, "app__items")), built.folders["MINIMAL"])
     versions = history.where(F.col("id") == 2).orderBy("_valid_from_sequence", "_valid_from_offset").collect()
-    assert [(v.name, v.price, v.note, v._op, v._is_current) for v in versions] == [
-        ("two", Decimal("2.50"), "n2", "insert", False),
-        ("two", Decimal("3.50"), "n2", "update", False),
-        ("two-b", Decimal("9.99"), "r2", "update", True),
+    assert [(v.name, v.price, v.note, v.qty, v._op, v._is_current) for v in versions] == [
+        ("two", Decimal("2.50"), "n2", None, "insert", False),
+        ("two", Decimal("3.50"), "n2", None, "update", False),
+        ("two-b", Decimal("9.99"), "r2", None, "update", False),
+        ("two-b", Decimal("9.99"), "r2", 7, "fill", True),  # ALTER TABLE ... ADD COLUMN qty ... DEFAULT 7
     ]
     for older, newer in pairwise(versions):
         assert older._valid_to == newer._valid_from
         assert (older._valid_to_file, older._valid_to_offset) == (newer._valid_from_file, newer._valid_from_offset)
-        assert older._closed_by == "update"
+        assert older._closed_by == newer._op
 
 
 def test_a_column_a_partial_image_leaves_out_keeps_its_value(built: Built) -> None:
@@ -245,10 +288,10 @@ def test_asof_a_position_a_gtid_or_a_commit_time_gives_the_rows_the_server_read_
             "at": ["--at", recorded.at],
         }[kind]
         for table in ASOF_TABLES:
-            names = _server_rows(built.servers[image], table)[0]
+            names, expected = recorded.rows[table]
             code, rows = _asof(built, table, tmp_path, *point, "--server", server)
             assert code == 0
-            assert _as_server_reads(rows, names) == recorded.rows[table], (table, recorded)
+            assert _as_server_reads(rows, names) == expected, (table, recorded)
 
 
 def test_asof_a_transaction_the_lakehouse_does_not_hold_is_one_line_and_exit_code_1(

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from pipelines.current.replay import KeyHistory, Step, Version, replay
+from pipelines.current.replay import FILL, RENAME, Schema, SchemaHistory, Step, Version, replay
 
 COLUMNS = ["id", "name", "blob"]
-ID = KeyHistory([((-2, "", -1, -1, -1), ["id"])])
-NO_KEY = KeyHistory([])
+START = (-2, "", -1, -1, -1)
+ID = SchemaHistory({"": [Schema(START, ("id",))], "b": [Schema(START, ("id",))]})
+NO_KEY = SchemaHistory({})
 
 
 def at(offset: int, row: int = 0, sequence: int = 1) -> tuple[int, str, int, int, int]:
@@ -71,7 +72,7 @@ def test_a_table_without_a_key_is_a_multiset_a_delete_removes_one_of_equal_rows(
 
 
 def test_truncate_drop_and_create_close_every_open_version_with_the_statement() -> None:
-    for action in ("truncate", "drop", "create", "drop_database", "rename_from"):
+    for action in ("truncate", "drop", "create", "drop_database"):
         steps = [insert(10, id=1, name="a", blob=None), insert(11, id=2, name="b", blob=None)]
         steps += [Step(at(20, row=-1), action), insert(30, id=1, name="again", blob=None)]
         versions = replay(steps, COLUMNS, ID)
@@ -85,7 +86,67 @@ def test_an_update_whose_row_is_not_open_opens_its_version_from_both_images() ->
 
 
 def test_the_key_in_force_follows_the_schema_versions_by_position() -> None:
-    keys = KeyHistory([((-2, "", -1, -1, -1), ["id"]), ((2, "mysql-bin.000002", 4, -1, -1), ["name"])])
-    assert keys(at(99, sequence=1)) == ("id",)
-    assert keys(at(4, sequence=2)) == ("name",)
-    assert keys(at(3, sequence=2)) == ("id",)
+    schemas = SchemaHistory({"t": [Schema(START, ("id",)), Schema((2, "mysql-bin.000002", 4, -1, -1), ("name",))]})
+    assert schemas.key("t", at(99, sequence=1)) == ("id",)
+    assert schemas.key("t", at(4, sequence=2)) == ("name",)
+    assert schemas.key("t", at(3, sequence=2)) == ("id",)
+    assert schemas.key("other", at(4, sequence=2)) == ()
+
+
+def test_a_row_opened_under_another_key_than_the_one_in_force_is_still_found() -> None:
+    keys = SchemaHistory({"": [Schema(START, ("id",)), Schema((1, "mysql-bin.000001", 20, -1, -1))]})
+    row = {"id": 1, "name": "a", "blob": None}
+    versions = replay([insert(10, **row), delete(30, **row)], COLUMNS, keys)
+    assert live(versions) == []
+
+
+def rename(offset: int, source: str, target: str, pair: int = 0) -> Step:
+    return Step(at(offset, row=pair), RENAME, table=source, target=target)
+
+
+def test_a_rename_carries_the_open_rows_to_the_new_name_and_closes_them_in_the_old() -> None:
+    steps = [
+        Step(at(10), "insert", table="a", after={"id": 1, "name": "x", "blob": None}),
+        Step(at(11), "insert", table="a", after={"id": 2, "name": "y", "blob": None}),
+        Step(at(12), "delete", table="a", before={"id": 2, "name": "y", "blob": None}),
+        rename(20, "a", "b"),
+        Step(at(30), "update", table="b", before={"id": 1}, after={"id": 1, "name": "z"},
+             absent_before=frozenset({"name", "blob"}), absent_after=frozenset({"blob"})),
+        Step(at(40), "insert", table="a", after={"id": 9, "name": "new a", "blob": None}),
+    ]  # fmt: skip
+    in_b = replay(steps, COLUMNS, ID, "b")
+    assert live(in_b) == [{"id": 1, "name": "z", "blob": None}]
+    assert [(v.opened.action, v.closed and v.closed.action) for v in in_b] == [(RENAME, "update"), ("update", None)]
+    in_a = replay(steps, COLUMNS, ID, "a")
+    assert live(in_a) == [{"id": 9, "name": "new a", "blob": None}]
+    assert {v.closed.action for v in in_a if v.closed} == {"delete", RENAME}
+
+
+def test_renames_of_one_statement_apply_in_its_order_so_that_a_swap_swaps() -> None:
+    steps = [
+        Step(at(10), "insert", table="a", after={"id": 1, "name": "was a", "blob": None}),
+        Step(at(11), "insert", table="b", after={"id": 2, "name": "was b", "blob": None}),
+        rename(20, "a", "t", pair=1),
+        rename(20, "b", "a", pair=3),
+        rename(20, "t", "b", pair=5),
+    ]
+    assert live(replay(steps, COLUMNS, ID, "a")) == [{"id": 2, "name": "was b", "blob": None}]
+    assert live(replay(steps, COLUMNS, ID, "b")) == [{"id": 1, "name": "was a", "blob": None}]
+    assert live(replay(steps, COLUMNS, ID, "t")) == []
+
+
+def test_a_column_added_with_a_default_holds_it_in_every_row_that_existed_before() -> None:
+    steps = [
+        insert(10, id=1, name="a", blob=None),
+        Step(at(20, row=-1), FILL, after={"blob": b"dflt"}),
+        insert(30, id=2, name="b", blob=b"own"),
+    ]
+    versions = replay(steps, COLUMNS, ID)
+    assert live(versions) == [{"id": 1, "name": "a", "blob": b"dflt"}, {"id": 2, "name": "b", "blob": b"own"}]
+    assert [(v.values["blob"], v.closed and v.closed.action) for v in versions][:2] == [(None, FILL), (b"dflt", None)]
+
+
+def test_an_insert_image_that_leaves_columns_out_holds_their_defaults() -> None:
+    schemas = SchemaHistory({"": [Schema(START, ("id",), {"name": "dflt", "blob": b"b"})]})
+    steps = [Step(at(10), "insert", after={"id": 1, "blob": b"own"}, absent_after=frozenset({"name"}))]
+    assert live(replay(steps, COLUMNS, schemas)) == [{"id": 1, "name": "dflt", "blob": b"own"}]

@@ -271,3 +271,19 @@ def test_temporary_tables_never_replace_the_table_of_the_same_name() -> None:
     assert (created.objects, created.changed) == ([("d", "t", "create_temporary")], [])
     assert (dropped.objects, dropped.dropped) == ([("d", "t", "drop_temporary")], [])
     assert names(registry, "d", "t") == ["id", "a"]
+
+
+def test_a_column_default_is_kept_as_its_sql_text_and_default_null_as_none() -> None:
+    registry = SchemaRegistry()
+    registry.apply("CREATE TABLE db.t (id INT, n INT NOT NULL DEFAULT -7, s VARCHAR(5) DEFAULT 'it''s')", None)
+    registry.apply("ALTER TABLE db.t ADD COLUMN at TIMESTAMP DEFAULT CURRENT_TIMESTAMP, ADD z INT DEFAULT NULL", None)
+    registry.apply("ALTER TABLE db.t RENAME COLUMN n TO m", None)
+    registry.apply("CREATE TABLE db.u (id INT, a INET6 DEFAULT '::1', b INET6 DEFAULT NULL)", None)
+    assert {c.name: c.default for c in registry.columns("db", "t") or []} == {
+        "id": None,
+        "m": "-7",
+        "s": "'it''s'",
+        "at": "CURRENT_TIMESTAMP()",
+        "z": None,
+    }
+    assert [c.default for c in registry.columns("db", "u") or []] == [None, "'::1'", None]
