@@ -469,6 +469,12 @@ class Flashback:
         self._close()
         self._open = _Transaction(label)
 
+    def transaction(self, label: str, changes: Sequence[ChangeLike], *, no_foreign_key_checks: bool = False) -> None:
+        """One whole transaction's row changes, in the order they happened (its undo is made now)."""
+        self._close()
+        self._open = _Transaction(label, list(changes), no_foreign_key_checks)
+        self._close()
+
     def add(self, item: DecodedEvent, changes: Sequence[ChangeLike]) -> None:
         """One selected event (``changes``: its row changes, names resolved)."""
         if isinstance(item.body, UnknownEvent):

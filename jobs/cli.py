@@ -46,6 +46,7 @@ PROGRESS_EVERY = 10.0
 COMMANDS = {"run": STAGES, **{stage: (stage,) for stage in STAGES}}
 SQL = "sql"
 ASOF = "asof"
+FLASHBACK = "flashback"
 ENGINES = ("embedded", "spark")
 PROG = "binlog-lakehouse"
 
@@ -122,7 +123,21 @@ def parser() -> argparse.ArgumentParser:
         help="only this server's rows: binlog_files.server, or its end (e.g. db1/mysql-bin); "
         "needed with --position when several servers' files share names",
     )
-    for command in (sql, asof):
+    flashback = commands.add_parser(
+        FLASHBACK,
+        parents=[config],
+        help="SQL that undoes transactions the lakehouse holds, newest first",
+        description="Write MySQL-dialect SQL that undoes the selected transactions, newest first (as "
+        "binlog-dump --flashback does from the files), completing partial row images from the history tables.",
+    )
+    flashback.add_argument("--gtid", nargs="+", default=(), metavar="GTID", help="the transactions, e.g. 0-1-41 0-1-42")
+    flashback.add_argument("--from", dest="start", metavar="FILE:OFFSET", help="transactions opening at or after it")
+    flashback.add_argument("--to", dest="stop", metavar="FILE:OFFSET", help="transactions opening before it")
+    flashback.add_argument("--since", metavar="TIMESTAMP", help="transactions committed at or after it")
+    flashback.add_argument("--until", metavar="TIMESTAMP", help="transactions committed before it")
+    flashback.add_argument("--server", metavar="SERVER", help="only this server's transactions (as for asof)")
+    flashback.add_argument("--output", "-o", metavar="FILE", help="write the script to FILE instead of stdout")
+    for command in (sql, asof, flashback):
         command.add_argument(
             "--engine",
             choices=ENGINES,
@@ -130,6 +145,7 @@ def parser() -> argparse.ArgumentParser:
             help="embedded (default): DuckDB over the Delta snapshots, in this process; "
             "spark: a Spark session built from the config, with its catalog",
         )
+    for command in (sql, asof):
         command.add_argument(
             "--format",
             choices=FORMATS,
@@ -166,6 +182,8 @@ def main(
         return _sql(args, config, spark)
     if args.command == ASOF:
         return _asof(args, config, spark)
+    if args.command == FLASHBACK:
+        return _flashback(args, config, spark)
     gc.enable()
     from conf.loader import ConfigError, load_config  # noqa: PLC0415
 
@@ -409,6 +427,44 @@ def _asof(args: argparse.Namespace, config: AppConfig | None, spark: SparkSessio
         return Exit.ERROR
     finally:
         stop()
+    return Exit.OK
+
+
+def _flashback(args: argparse.Namespace, config: AppConfig | None, spark: SparkSession | None) -> int:
+    """``flashback``: the undo script of the selected transactions, written only when all of it can be."""
+    from binlog_core.errors import SqlError  # noqa: PLC0415
+    from conf.loader import ConfigError, load_config  # noqa: PLC0415
+    from pipelines.current.flashback import Selection, write_flashback  # noqa: PLC0415
+    from pipelines.gold.stage import decode_options  # noqa: PLC0415
+    from pipelines.query.asof import AsOfError  # noqa: PLC0415
+    from pipelines.query.engine import StatementError  # noqa: PLC0415
+
+    modes = [bool(args.gtid), bool(args.start or args.stop), bool(args.since or args.until)]
+    if sum(modes) != 1:
+        _say("flashback: give one selection: --gtid GTID..., or --from/--to FILE:OFFSET, or --since/--until TIMESTAMP")
+        return Exit.USAGE
+    selection = Selection(tuple(args.gtid), args.start, args.stop, args.since, args.until, args.server)
+    try:
+        cfg = config or load_config(getattr(args, "config", None))
+        selection.bounds()  # positions checked before work
+    except (ConfigError, AsOfError) as exc:
+        _say(str(exc))
+        return Exit.USAGE
+    stop: Callable[[], None] = lambda: None  # noqa: E731
+    script = io.StringIO()
+    try:
+        execute, stop = _engine(args.engine, cfg, spark)
+        count = write_flashback(execute, cfg.storage, selection, script, decode_options(cfg))
+    except (StatementError, AsOfError, SqlError) as exc:
+        _say(str(exc))
+        return Exit.ERROR
+    finally:
+        stop()
+    if args.output is not None:
+        Path(args.output).write_text(script.getvalue(), encoding="utf-8")
+    else:
+        sys.stdout.write(script.getvalue())
+    _say(f"{count} transaction(s) undone, newest first")
     return Exit.OK
 
 

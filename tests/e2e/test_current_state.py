@@ -1,14 +1,16 @@
-"""Current state and row history against real servers: every ``binlog_current`` table equals the
-server's own ``SELECT *`` after the workload, for FULL, MINIMAL and NOBLOB row images.
+"""Current state, row history and undo against real servers: every ``binlog_current`` table equals
+the server's own ``SELECT *`` after the workload, for FULL, MINIMAL and NOBLOB row images, and the
+lake's flashback of the last transactions, applied to the server, brings every table back.
 
-Three private MariaDB servers (one per ``binlog_row_image``) run the same workload over three
+Three private MariaDB servers (one per ``binlog_row_image``) run the same workload over five
 binlog files each: inserts, updates, deletes, REPLACE, INSERT ... ON DUPLICATE KEY UPDATE, a
 table without a primary key (a multiset: a duplicate row inserted twice, one of them deleted),
 TRUNCATE, DROP TABLE and a CREATE of the same name with other columns, DROP DATABASE, RENAME
 TABLE (in one database and across two, one of them to a name no row change names later), ALTER
-TABLE ... ADD COLUMN with a default, and an update that MINIMAL and NOBLOB images log partially. Their binlogs go into one input, a folder
-per server, so the same schema and table names of three servers share one lakehouse and must
-never mix.
+TABLE ... ADD COLUMN with a default, an update that MINIMAL and NOBLOB images log partially, and
+two last transactions of plain DML to undo. Their binlogs go into one input, a folder per
+server, so the same schema and table names of three servers share one lakehouse and must never
+mix.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ import time
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass
+from datetime import datetime, timedelta
 from decimal import Decimal
 from itertools import pairwise
 from pathlib import Path
@@ -34,6 +37,7 @@ from conf.models import CurrentSettings
 from jobs.cli import main as cli_main
 from pipelines.run import run
 from pipelines.storage import Lakehouse, Layer, Table
+from tests.binlog_core.sql_servers import Tables, apply_script, dump_script, table_contents
 from tests.harness.mariadb import DEFAULT_BINLOG_OPTIONS, MariaDBServer, ServerFactory
 
 IMAGES = ("FULL", "MINIMAL", "NOBLOB")
@@ -90,8 +94,26 @@ WORKLOAD: tuple[tuple[str, ...], ...] = (
         "ALTER TABLE app.tmp ADD COLUMN label VARCHAR(10) DEFAULT 'x''y'",
         "INSERT INTO app.tmp (id, v) VALUES (4, 4)",
     ),
+    (
+        "BEGIN",
+        "UPDATE app.items SET price = price * 2, note = 'x' WHERE id >= 5",
+        "DELETE FROM app.items WHERE id = 1",
+        "INSERT INTO app.items (id, name, price, note) VALUES (9, 'nine', 9.00, NULL)",
+        "DELETE FROM app.tags WHERE label = 'c'",
+        "COMMIT",
+    ),
+    (
+        "BEGIN",
+        "INSERT INTO app.tags VALUES ('d', 4)",
+        "UPDATE app.renamed SET v = v + 100",
+        "UPDATE app.tmp SET v = 5 WHERE id = 3",
+        "COMMIT",
+    ),
 )
-"""Statements per binlog file (the logs are flushed between them)."""
+"""Statements per binlog file (the logs are flushed between them); each statement is a transaction
+of its own unless BEGIN ... COMMIT group them."""
+UNDONE = 2
+"""The last groups, one transaction each, that the flashback tests undo."""
 
 
 ASOF_TABLES = ("app.items", "app.tmp")
@@ -108,6 +130,8 @@ class Recorded:
     at: str
     rows: dict[str, tuple[list[str], Counter[tuple[Any, ...]]]]
     """table -> its column names and rows"""
+    tables: Tables
+    """every table's rows"""
 
 
 @dataclass
@@ -157,7 +181,7 @@ def built(
                 gtid, now = cur.fetchone()
             file, offset = server.query("SHOW MASTER STATUS")[0][:2]
             rows = {table: _server_rows(server, table) for table in ASOF_TABLES}
-            points[image].append(Recorded(str(file), int(offset), str(gtid), str(now), rows))
+            points[image].append(Recorded(str(file), int(offset), str(gtid), str(now), rows, table_contents(server)))
             time.sleep(1.1)  # commit times have whole seconds: the next file's commits come later
             server.flush_binary_logs()
         folder = inputs / image.lower()
@@ -211,11 +235,13 @@ def test_a_table_renamed_away_has_no_current_rows_and_its_versions_closed_by_the
 def test_rows_a_rename_carries_open_their_versions_at_it_under_the_new_name(built: Built) -> None:
     for image, folder in built.folders.items():
         history = _of_server(built.lake.read(Table(Layer.HISTORY, "app__renamed")), folder)
-        versions = history.orderBy("id", "_valid_from_offset").collect()
+        versions = history.orderBy("id", "_valid_from_sequence", "_valid_from_offset").collect()
         assert [(v.id, v.v, v._op, v._closed_by) for v in versions] == [
-            (1, 10, "rename", None),
+            (1, 10, "rename", "update"),
+            (1, 110, "update", None),
             (2, 20, "rename", "update"),
-            (2, 21, "update", None),
+            (2, 21, "update", "update"),
+            (2, 121, "update", None),
         ], image
         renamed = _of_server(built.lake.read(Table(Layer.HISTORY, "app__old")), folder).collect()
         assert {v._valid_to_offset for v in renamed} == {versions[0]._valid_from_offset}, image
@@ -243,7 +269,7 @@ def test_a_column_a_partial_image_leaves_out_keeps_its_value(built: Built) -> No
             .where(F.col("id") == 6)
             .collect()
         )
-        assert [(r.name, r.price, r.note) for r in rows] == [("six-b", Decimal("6.50"), "n6")], image
+        assert [(r.name, r.price, r.note) for r in rows] == [("six-b", Decimal("13.00"), "x")], image
 
 
 def test_a_run_with_nothing_new_leaves_the_current_and_history_tables_as_they_are(
@@ -302,3 +328,87 @@ def test_asof_a_transaction_the_lakehouse_does_not_hold_is_one_line_and_exit_cod
     assert capsys.readouterr().err.strip() == (
         "binlog-lakehouse: --gtid 9-9-999999: no row change of that transaction in the lakehouse"
     )
+
+
+def _flashback(built: Built, out: Path, *selection: str) -> int:
+    return cli_main(["flashback", *selection, "--output", str(out)], config=built.cfg)
+
+
+@pytest.mark.parametrize(
+    ("image", "mode"), [("FULL", "gtid"), ("MINIMAL", "position"), ("NOBLOB", "time")], ids=str
+)
+def test_the_lakes_flashback_of_the_last_transactions_applied_to_the_server_brings_every_table_back(
+    built: Built, image: str, mode: str, tmp_path: Path
+) -> None:
+    before, undone = built.points[image][-UNDONE - 1], built.points[image][-UNDONE:]
+    server = f"{Path(built.folders[image]).name}/mysql-bin"
+    since = datetime.fromisoformat(before.at) + timedelta(seconds=1)  # commit times have whole seconds
+    selection = {
+        "gtid": ["--gtid", *(point.gtid for point in undone)],
+        "position": ["--from", f"{undone[0].file}:4"],
+        "time": ["--since", since.isoformat(sep=" ")],
+    }[mode]
+    script = tmp_path / "undo.sql"
+    assert _flashback(built, script, *selection, "--server", server) == 0
+    assert script.read_text(encoding="utf-8").count("\nBEGIN;\n") == UNDONE
+    apply_script(built.servers[image], script)
+    assert table_contents(built.servers[image]) == before.tables
+
+
+def _statements(script: str) -> list[str]:
+    return [line for line in script.splitlines() if not line.startswith("--")]
+
+
+def test_binlog_dump_flashback_of_the_same_files_writes_the_same_statements_as_the_lake(
+    built: Built, tmp_path: Path
+) -> None:
+    files = [Path(built.folders["FULL"]) / point.file for point in built.points["FULL"][-UNDONE:]]
+    status, from_files = dump_script(tmp_path / "files.sql", "--flashback", *files)
+    assert status == 0
+    lake = tmp_path / "lake.sql"
+    server = f"{Path(built.folders['FULL']).name}/mysql-bin"
+    assert _flashback(built, lake, "--from", f"{files[0].name}:4", "--server", server) == 0
+    assert _statements(lake.read_text(encoding="utf-8")) == _statements(from_files)
+
+
+def test_binlog_dump_refuses_what_only_the_lakes_history_can_complete(
+    built: Built, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    files = [Path(built.folders["MINIMAL"]) / point.file for point in built.points["MINIMAL"][-UNDONE:]]
+    status, _ = dump_script(tmp_path / "files.sql", "--flashback", *files)
+    assert status == 1
+    assert "PARTIAL_IMAGE" in capsys.readouterr().err
+
+
+def test_a_flashback_selection_that_finds_nothing_or_mixes_servers_is_one_line_and_exit_code_1(
+    built: Built, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "undo.sql"
+    assert _flashback(built, out, "--gtid", "9-9-999999") == 1
+    assert capsys.readouterr().err.strip() == (
+        "binlog-lakehouse: no row change of the selected transactions in the lakehouse"
+    )
+    assert _flashback(built, out, "--since", "2000-01-01 00:00:00") == 1
+    assert "give --server to undo one server's" in capsys.readouterr().err
+    assert not out.exists()
+    assert _flashback(built, out, "--gtid", "0-1-1", "--since", "2000-01-01") == 2
+
+
+def test_a_flashback_selection_spanning_ddl_is_refused_naming_the_statement(
+    built: Built, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    first = built.points["FULL"][0]
+    server = f"{Path(built.folders['FULL']).name}/mysql-bin"
+    out = tmp_path / "undo.sql"
+    assert _flashback(built, out, "--from", f"{first.file}:4", "--server", server) == 1
+    truncate = built.lake.read(Table(Layer.SILVER, "ddl_events")).where(
+        F.col("statement").startswith("TRUNCATE") & F.col("file").contains("/full/")
+    )
+    at = truncate.first()
+    assert at is not None
+    assert capsys.readouterr().err == (
+        f"binlog-lakehouse: {at.file}@{at.offset} QUERY: 'TRUNCATE TABLE app.tmp' lies inside the selection; "
+        "a flashback from row images cannot undo it (narrow the selection to the transactions after it) "
+        "[IRREVERSIBLE_STATEMENT]\n"
+    )
+    assert not out.exists()
