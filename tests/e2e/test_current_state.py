@@ -370,9 +370,7 @@ def _flashback(built: Built, out: Path, *selection: str) -> int:
     return cli_main(["flashback", *selection, "--output", str(out)], config=built.cfg)
 
 
-@pytest.mark.parametrize(
-    ("image", "mode"), [("FULL", "gtid"), ("MINIMAL", "position"), ("NOBLOB", "time")], ids=str
-)
+@pytest.mark.parametrize(("image", "mode"), [("FULL", "gtid"), ("MINIMAL", "position"), ("NOBLOB", "time")], ids=str)
 def test_the_lakes_flashback_of_the_last_transactions_applied_to_the_server_brings_every_table_back(
     built: Built, image: str, mode: str, tmp_path: Path
 ) -> None:
