@@ -251,7 +251,7 @@ def _run(args: argparse.Namespace, cfg: AppConfig, spark: SparkSession | None) -
 
 
 def _local_root(cfg: AppConfig) -> bool:
-    from conf.models import local_path_of  # noqa: PLC0415
+    from conf.paths import local_path_of  # noqa: PLC0415
 
     return local_path_of(cfg.storage.root) is not None
 
@@ -427,7 +427,7 @@ def _embedded_engine(cfg: AppConfig) -> Callable[[str], Result | None]:
     from pipelines.query.lake import LakeTables, hadoop_settings  # noqa: PLC0415
 
     engine = EmbeddedEngine(
-        LakeTables(cfg.storage),
+        LakeTables(cfg.storage.root, cfg.storage.layers()),
         hadoop=hadoop_settings(cfg.spark.conf),
         time_zone=session_time_zone(cfg.spark.conf),
     )
