@@ -18,8 +18,9 @@ from conf.paths import default_base_dir
 __all__ = ["DEFAULT_CONFIG", "ENV_PREFIX", "ConfigError", "env_overrides", "load_config", "read_config"]
 
 
-class _StrictLoader(yaml.SafeLoader):
-    """Safe YAML loader that rejects duplicate keys instead of keeping the last one."""
+class _StrictLoader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):  # type: ignore[misc]
+    """Safe YAML loader that rejects duplicate keys instead of keeping the last one (libyaml's parser
+    when PyYAML has it)."""
 
 
 def _construct_mapping(loader: _StrictLoader, node: yaml.MappingNode) -> dict[Any, Any]:
@@ -30,7 +31,8 @@ def _construct_mapping(loader: _StrictLoader, node: yaml.MappingNode) -> dict[An
         if key in seen:
             raise yaml.constructor.ConstructorError(None, None, f"duplicate key {key!r}", key_node.start_mark)
         seen.add(key)
-    return loader.construct_mapping(node, deep=True)
+    mapping: dict[Any, Any] = loader.construct_mapping(node, deep=True)
+    return mapping
 
 
 _StrictLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_mapping)
