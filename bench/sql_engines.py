@@ -80,7 +80,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         raw_duckdb.execute(f'CREATE VIEW "{database}"."{name}" AS SELECT * FROM "{source}"')
         query_builder.register(f"{database}.{name}", snapshot)
         context.register_table(f"{database}.{name}", snapshot)
-    embedded = EmbeddedEngine(LakeTables(cfg.storage))
+    embedded = EmbeddedEngine(LakeTables(cfg.storage.root, cfg.storage.layers()))
 
     def ours(statement: str) -> Rows:
         result = embedded.execute(statement)

@@ -11,20 +11,16 @@ from typing import Any, Union, get_args, get_origin
 import yaml
 from pydantic import BaseModel, ValidationError
 
-from conf.models import AppConfig, default_base_dir
+from conf.common import DEFAULT_CONFIG, ENV_PREFIX, ConfigError
+from conf.models import AppConfig
+from conf.paths import default_base_dir
 
-__all__ = ["DEFAULT_CONFIG", "ENV_PREFIX", "ConfigError", "env_overrides", "load_config"]
-
-DEFAULT_CONFIG = Path(__file__).resolve().parent / "local.yaml"
-ENV_PREFIX = "BINLOG_LAKEHOUSE__"
-
-
-class ConfigError(ValueError):
-    """A configuration file or override is unreadable, has unknown keys or invalid values."""
+__all__ = ["DEFAULT_CONFIG", "ENV_PREFIX", "ConfigError", "env_overrides", "load_config", "read_config"]
 
 
-class _StrictLoader(yaml.SafeLoader):
-    """Safe YAML loader that rejects duplicate keys instead of keeping the last one."""
+class _StrictLoader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):  # type: ignore[misc]
+    """Safe YAML loader that rejects duplicate keys instead of keeping the last one (libyaml's parser
+    when PyYAML has it)."""
 
 
 def _construct_mapping(loader: _StrictLoader, node: yaml.MappingNode) -> dict[Any, Any]:
@@ -35,7 +31,8 @@ def _construct_mapping(loader: _StrictLoader, node: yaml.MappingNode) -> dict[An
         if key in seen:
             raise yaml.constructor.ConstructorError(None, None, f"duplicate key {key!r}", key_node.start_mark)
         seen.add(key)
-    return loader.construct_mapping(node, deep=True)
+    mapping: dict[Any, Any] = loader.construct_mapping(node, deep=True)
+    return mapping
 
 
 _StrictLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_mapping)
@@ -56,13 +53,23 @@ def load_config(path: str | Path | None = None, env: Mapping[str, str] = os.envi
     ``ConfigError`` naming the offending key for unknown keys and invalid values.
     """
     source = Path(path) if path is not None else DEFAULT_CONFIG
-    data = _read_yaml(source)
+    try:
+        content = source.read_bytes()
+    except OSError as exc:
+        raise ConfigError(f"{source}: cannot read config file: {exc.strerror}") from None
+    return read_config(content, source, env)[1]
+
+
+def read_config(content: bytes, source: Path, env: Mapping[str, str] = os.environ) -> tuple[dict[str, Any], AppConfig]:
+    """The settings ``content`` (the bytes of the file ``source``) holds, with the overrides of ``env``
+    applied, and the configuration they validate to; raises ``ConfigError`` as :func:`load_config` does."""
+    data = _parse_yaml(content.decode("utf-8"), source)
     origins: dict[str, str] = {}
     for env_name, keys, value in env_overrides(env):
         dotted = _apply_override(data, AppConfig, keys, value, env_name)
         origins[dotted] = env_name
     try:
-        return AppConfig.model_validate(data, context={"base_dir": default_base_dir()})
+        return data, AppConfig.model_validate(data, context={"base_dir": default_base_dir()})
     except ValidationError as exc:
         raise ConfigError(_describe(exc, source, origins)) from None
 
@@ -88,12 +95,8 @@ def _parse_scalar(raw: str) -> Any:
         return raw
 
 
-def _read_yaml(source: Path) -> dict[str, Any]:
-    """Read a YAML mapping from ``source``; an empty file is an empty mapping."""
-    try:
-        text = source.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise ConfigError(f"{source}: cannot read config file: {exc.strerror}") from None
+def _parse_yaml(text: str, source: Path) -> dict[str, Any]:
+    """The YAML mapping ``text`` (the content of ``source``) holds; an empty file is an empty mapping."""
     try:
         data = yaml.load(text, Loader=_StrictLoader)
     except yaml.YAMLError as exc:

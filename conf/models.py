@@ -18,9 +18,11 @@ from importlib.metadata import PackageNotFoundError, version
 from importlib.util import find_spec
 from pathlib import Path
 from typing import Annotated, Literal
-from urllib.parse import unquote, urlsplit
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
+
+from conf.common import SparkConfValue
+from conf.paths import absolute_path, local_path_of
 
 __all__ = [
     "AppConfig",
@@ -33,31 +35,15 @@ __all__ = [
     "SilverSettings",
     "SparkSettings",
     "StorageSettings",
-    "default_base_dir",
     "default_delta_package",
     "hadoop_aws_package",
-    "local_path_of",
-    "project_root",
     "resolve_path",
 ]
 
-_URI_SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*:")
-_WINDOWS_DRIVE = re.compile(r"^[A-Za-z]:[\\/]")
 _MAVEN_COORDINATE = re.compile(r"^[^:\s,]+:[^:\s,]+:[^:\s,]+$")
 _MEMORY_SIZE = re.compile(r"^[1-9][0-9]*[kmgtp]?$", re.IGNORECASE)
 
 SCALA_BINARY_VERSION = "2.13"
-
-
-def project_root() -> Path | None:
-    """The checkout this package runs from (the folder holding ``pyproject.toml``), or None."""
-    candidate = Path(__file__).resolve().parent.parent
-    return candidate if (candidate / "pyproject.toml").is_file() else None
-
-
-def default_base_dir() -> Path:
-    """Where relative paths in a config resolve: the project root, else the working directory."""
-    return project_root() or Path.cwd()
 
 
 def default_delta_package() -> str:
@@ -96,20 +82,9 @@ def hadoop_aws_package() -> str:
     return f"org.apache.hadoop:hadoop-aws:{hadoop_version}"
 
 
-def is_uri(value: str) -> bool:
-    """True when ``value`` carries a URI scheme (``s3a://b/k``, ``file:/x``), not a local path."""
-    return bool(_URI_SCHEME.match(value)) and not _WINDOWS_DRIVE.match(value)
-
-
 def resolve_path(value: str, info: ValidationInfo) -> str:
     """Make a relative local path absolute against the context's ``base_dir``; keep URIs."""
-    if is_uri(value):
-        return value
-    path = Path(value).expanduser()
-    if not path.is_absolute():
-        base = (info.context or {}).get("base_dir") or default_base_dir()
-        path = Path(base) / path
-    return str(path.resolve())
+    return absolute_path(value, (info.context or {}).get("base_dir"))
 
 
 def _non_empty(value: str) -> str:
@@ -123,20 +98,6 @@ PathOrUri = Annotated[str, AfterValidator(_non_empty), AfterValidator(resolve_pa
 """A local path (relative ones resolve against the base directory) or a Hadoop URI."""
 
 
-def local_path_of(value: str) -> str | None:
-    """The local path ``value`` names (a path, or a ``file:`` URI), None for any other URI.
-
-    >>> local_path_of("file:///data/lake"), local_path_of("/data/lake"), local_path_of("s3a://b/lake")
-    ('/data/lake', '/data/lake', None)
-    """
-    if not is_uri(value):
-        return value
-    parts = urlsplit(value)
-    if parts.scheme.lower() != "file" or parts.netloc not in ("", "localhost"):
-        return None
-    return unquote(parts.path)
-
-
 def resolve_local_path(value: str, info: ValidationInfo) -> str:
     """A local folder: a ``file:`` URI becomes its path, other URIs are refused, relative paths resolve."""
     path = local_path_of(value)
@@ -147,8 +108,6 @@ def resolve_local_path(value: str, info: ValidationInfo) -> str:
 
 LocalPath = Annotated[str, AfterValidator(_non_empty), AfterValidator(resolve_local_path)]
 """A local path (relative ones resolve against the base directory); ``file:`` URIs are accepted."""
-
-SparkConfValue = str | bool | int | float
 
 
 class Section(BaseModel):
@@ -367,6 +326,8 @@ class InputSettings(Section):
 
 
 _DATABASE_NAME = r"^[A-Za-z_][A-Za-z0-9_]*$"
+DATABASE_SUFFIX = "_database"
+"""``storage.<layer>_database`` names the catalog database of the tables below ``<root>/<layer>``."""
 
 
 class StorageSettings(Section):
@@ -416,6 +377,18 @@ class StorageSettings(Section):
             "hive`). A name registered at another path is pointed at this lakehouse."
         ),
     )
+
+    def layers(self) -> dict[str, str]:
+        """Each layer folder's catalog database: every ``<layer>_database`` setting names a layer.
+
+        >>> StorageSettings(root="/lake").layers()["gold"]
+        'binlog_gold'
+        """
+        return {
+            name.removesuffix(DATABASE_SUFFIX): getattr(self, name)
+            for name in type(self).model_fields
+            if name.endswith(DATABASE_SUFFIX)
+        }
 
 
 class DecoderSettings(Section):

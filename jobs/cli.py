@@ -38,6 +38,7 @@ if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
     from conf.models import AppConfig
+    from conf.query import QuerySettings
     from pipelines.query.engine import Result
 
 STAGES = ("bronze", "silver", "gold", "current")
@@ -269,7 +270,7 @@ def _run(args: argparse.Namespace, cfg: AppConfig, spark: SparkSession | None) -
 
 
 def _local_root(cfg: AppConfig) -> bool:
-    from conf.models import local_path_of  # noqa: PLC0415
+    from conf.paths import local_path_of  # noqa: PLC0415
 
     return local_path_of(cfg.storage.root) is not None
 
@@ -357,10 +358,10 @@ def _sql(args: argparse.Namespace, config: AppConfig | None, spark: SparkSession
     if isinstance(statements, str):
         _say(statements)
         return Exit.USAGE
-    from conf.loader import ConfigError, load_config  # noqa: PLC0415
+    from conf.common import ConfigError  # noqa: PLC0415
 
     try:
-        cfg = config or load_config(getattr(args, "config", None))
+        cfg = _query_config(args, config)
     except ConfigError as exc:
         _say(str(exc))
         return Exit.USAGE
@@ -468,24 +469,43 @@ def _flashback(args: argparse.Namespace, config: AppConfig | None, spark: SparkS
     return Exit.OK
 
 
+def _query_config(args: argparse.Namespace, config: AppConfig | None) -> AppConfig | QuerySettings:
+    """The configuration ``sql`` runs with: the injected one, else the file's, validated in full; for the
+    embedded engine only its query settings, which ``conf.query`` serves without validating an unchanged
+    file again (pydantic and YAML take longer to import than a query takes)."""
+    if config is not None:
+        return config
+    path = getattr(args, "config", None)
+    if args.engine == "spark":
+        from conf.loader import load_config  # noqa: PLC0415
+
+        return load_config(path)
+    from conf.query import load_query_settings  # noqa: PLC0415
+
+    return load_query_settings(path)
+
+
 def _engine(
-    engine: str, cfg: AppConfig, spark: SparkSession | None
+    engine: str, cfg: AppConfig | QuerySettings, spark: SparkSession | None
 ) -> tuple[Callable[[str], Result | None], Callable[[], None]]:
     """The statement runner of ``engine`` (embedded or spark), and what stops it."""
+    from conf.query import QuerySettings  # noqa: PLC0415
+
     if engine == "spark":
+        assert not isinstance(cfg, QuerySettings), "--engine spark runs with the whole configuration"
         return _spark_engine(cfg, spark)
-    return _embedded_engine(cfg), lambda: None
+    return _embedded_engine(cfg if isinstance(cfg, QuerySettings) else QuerySettings.of(cfg)), lambda: None
 
 
-def _embedded_engine(cfg: AppConfig) -> Callable[[str], Result | None]:
+def _embedded_engine(settings: QuerySettings) -> Callable[[str], Result | None]:
     """The default engine: DuckDB over Delta snapshots read by delta-rs, no Spark."""
     from pipelines.query.engine import EmbeddedEngine, session_time_zone  # noqa: PLC0415
     from pipelines.query.lake import LakeTables, hadoop_settings  # noqa: PLC0415
 
     engine = EmbeddedEngine(
-        LakeTables(cfg.storage),
-        hadoop=hadoop_settings(cfg.spark.conf),
-        time_zone=session_time_zone(cfg.spark.conf),
+        LakeTables(settings.root, settings.layers),
+        hadoop=hadoop_settings(settings.spark_conf),
+        time_zone=session_time_zone(settings.spark_conf),
     )
     return engine.execute
 

@@ -36,7 +36,8 @@ from pathlib import Path
 from types import FrameType, TracebackType
 from typing import Any
 
-from conf.models import AppConfig, local_path_of
+from conf.models import AppConfig
+from conf.paths import local_path_of
 
 LOCK_NAME = "lock"
 STATE_FOLDER = "_state"

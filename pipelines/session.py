@@ -39,7 +39,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from conf import ConfigError, SparkSettings, load_config
-from conf.models import is_uri
+from conf.paths import is_uri
 
 __all__ = [
     "DELTA_CATALOG",

@@ -14,4 +14,5 @@ pytest_plugins = [
     "tests.harness.corpus",
     "tests.harness.sample_lake",
     "tests.harness.s3",
+    "tests.harness.config_cache",
 ]

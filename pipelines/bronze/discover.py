@@ -44,7 +44,7 @@ from py4j.protocol import Py4JJavaError
 from pyspark.sql import SparkSession
 
 from conf import InputSettings
-from conf.models import is_uri, local_path_of
+from conf.paths import is_uri, local_path_of
 from pipelines.bronze.framing import MAGIC_LEN, RESUMABLE_STATUSES, ResumePoint
 from pipelines.bronze.transforms import resume_json
 from pipelines.storage import Lakehouse

@@ -47,10 +47,14 @@ columns a statement names; ``to_pyarrow_dataset`` would have cost the 0.25 s imp
 ``pyarrow.dataset`` and pandas. DuckDB's own delta extension is not used: it downloads itself
 at run time.
 
-Where the time goes in the 0.3 s (``python -X importtime``): the configuration (pydantic, YAML)
-0.09 s, sqlglot with its Spark and DuckDB dialects 0.08 s, DuckDB 0.04 s, delta-rs 0.02 s, the
-query itself about 0.02 s; the process ends with ``os._exit`` once its output is flushed
-(``jobs.cli.console``), which saves the ~0.06 s of tearing DuckDB and delta-rs down.
+Where the time goes now, in 0.26 s against the floor's 0.11 s (2.4x; ``bench/README.md``): importing
+DuckDB 0.06 s, sqlglot with its Spark and DuckDB dialects 0.07 s, delta-rs 0.015 s, the query
+0.05 s (DuckDB's connection 0.02 s of it). The configuration costs 0.003 s once a file has been
+validated: the command takes its query settings from the cache of validated files
+(:mod:`conf.query`), and validates the file in full (pydantic, YAML: about 0.07 s more) only when
+it, the ``conf`` package or the validating libraries have changed. The process ends with
+``os._exit`` once its output is flushed (``jobs.cli.console``), which saves the ~0.06 s of tearing
+DuckDB and delta-rs down.
 
 ``SHOW DATABASES`` and ``SHOW TABLES [IN db]`` are answered from the lakehouse's folders (local
 roots); ``DESCRIBE db.table`` is DuckDB's (column names and DuckDB types). A statement sqlglot

@@ -7,7 +7,7 @@ Delta snapshot by delta-rs (``deltalake``), and shown to DuckDB as a view under 
 and name; DuckDB pulls Arrow batches from delta-rs' scan of the snapshot, for the columns the
 statement can use::
 
-    engine = EmbeddedEngine(LakeTables(cfg.storage))
+    engine = EmbeddedEngine(LakeTables(cfg.storage.root, cfg.storage.layers()))
     result = engine.execute("SELECT op, count(*) FROM binlog_gold.changes GROUP BY op")
     result.rows()        # [('insert', 271), ...]
 

@@ -5,8 +5,8 @@ lives at ``<storage.root>/<layer>/<name>``, where the configuration names each l
 (``storage.<layer>_database``).  Folders whose names start with ``_`` are bookkeeping and are not
 tables.  No metastore is read: a name resolves to a path, and the path to a Delta snapshot::
 
-    lake = LakeTables(cfg.storage)
-    lake.path("binlog_gold", "shop__orders")   # '<root>/gold/shop__orders'
+    lake = LakeTables(cfg.storage.root, cfg.storage.layers())
+    lake.candidates("binlog_gold", "shop__orders")   # ['<root>/gold/shop__orders']
 
 This module must not import Spark: ``binlog-lakehouse sql`` answers in a fraction of a second
 only because it never loads the JVM bridge.
@@ -20,11 +20,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from urllib.parse import quote, urlsplit
 
-from conf import StorageSettings
-from conf.models import local_path_of
-
-DATABASE_SUFFIX = "_database"
-"""``storage.<layer>_database`` names the database of ``<layer>``: every such setting is a layer."""
+from conf.paths import local_path_of
 
 BOOKKEEPING_PREFIX = "_"
 """Folders below a layer whose names start with this are the pipeline's own bookkeeping."""
@@ -36,37 +32,38 @@ class TableNotFoundError(LookupError):
     """A ``database.table`` name the lakehouse does not hold; the message says what it does hold."""
 
 
-def layer_databases(settings: StorageSettings) -> dict[str, tuple[str, ...]]:
-    """Lower-cased database name -> the layer folders it names, in the order the settings list them.
+def layer_databases(layers: Mapping[str, str]) -> dict[str, tuple[str, ...]]:
+    """Lower-cased database name -> the layer folders it names, in the order ``layers`` lists them.
 
-    >>> layer_databases(StorageSettings(root="/lake"))["binlog_gold"]
-    ('gold',)
+    >>> layer_databases({"silver": "Shared", "gold": "shared", "quality": "binlog_quality"})["shared"]
+    ('silver', 'gold')
 
-    Two layers may share a database; a table name is then looked up in each layer in turn.
+    ``layers`` is each layer folder's database (``StorageSettings.layers``). Two layers may share a
+    database; a table name is then looked up in each layer in turn.
     """
     found: dict[str, tuple[str, ...]] = {}
-    for field in type(settings).model_fields:
-        if field.endswith(DATABASE_SUFFIX):
-            database = str(getattr(settings, field)).lower()
-            found[database] = (*found.get(database, ()), field.removesuffix(DATABASE_SUFFIX))
+    for layer, database in layers.items():
+        found[database.lower()] = (*found.get(database.lower(), ()), layer)
     return found
 
 
 @dataclass(frozen=True)
 class LakeTables:
-    """The lakehouse's tables by catalog name, below ``settings.root``."""
+    """The lakehouse's tables by catalog name, below ``storage_root``, in the databases ``layers`` names."""
 
-    settings: StorageSettings
+    storage_root: str
+    layers: Mapping[str, str]
+    """Each layer folder's catalog database (``StorageSettings.layers``, ``QuerySettings.layers``)."""
 
     @property
     def root(self) -> str:
         """The lakehouse root, without a trailing slash."""
-        return self.settings.root.rstrip("/")
+        return self.storage_root.rstrip("/")
 
     @property
     def databases(self) -> dict[str, tuple[str, ...]]:
         """Lower-cased database name -> its layer folders."""
-        return layer_databases(self.settings)
+        return layer_databases(self.layers)
 
     def candidates(self, database: str, name: str) -> list[str]:
         """The paths at which ``database.name`` may be stored (one per layer of the database).

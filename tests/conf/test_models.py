@@ -125,6 +125,15 @@ def test_duplicate_yaml_key_is_rejected(tmp_path: Path) -> None:
         load_config(path, env={})
 
 
+def test_malformed_yaml_and_a_top_level_that_is_not_a_mapping_are_config_errors(tmp_path: Path) -> None:
+    path = write_config(tmp_path, MINIMAL_YAML + "spark: [local\n")
+    with pytest.raises(ConfigError, match=r"(?s)config\.yaml: invalid YAML: while parsing .*line 6"):
+        load_config(path, env={})
+    path = write_config(tmp_path, "- input\n- storage\n")
+    with pytest.raises(ConfigError, match="the top level must be a mapping of sections, not list"):
+        load_config(path, env={})
+
+
 def test_quoted_boolean_is_rejected_as_not_a_real_boolean(tmp_path: Path) -> None:
     path = write_config(tmp_path, MINIMAL_YAML + 'spark:\n  ui_enabled: "false"\n')
     with pytest.raises(ConfigError, match=r"spark\.ui_enabled: Input should be a valid boolean"):

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import io
 import json
+import os
 import subprocess
 import sys
 from decimal import Decimal
@@ -18,6 +19,7 @@ import pyarrow.parquet as pq
 import pytest
 from pyspark.sql import SparkSession
 
+from conf.query import CACHE_VARIABLE
 from jobs import cli
 from pipelines import run as pipeline_run
 from tests.harness.sample_lake import SampleLake
@@ -332,6 +334,48 @@ def test_a_fresh_process_answers_without_importing_spark(sample_lake: SampleLake
     )
     assert (done.returncode, done.stderr) == (0, "False\n")
     assert done.stdout == "count_star()\n------------\n         366\n(1 row)\n"
+
+
+def test_a_fresh_process_answers_from_a_config_validated_before_without_pydantic_or_yaml(tmp_path: Path) -> None:
+    config = tmp_path / "lake.yaml"
+    config.write_text(f"input:\n  path: {tmp_path}\nstorage:\n  root: {tmp_path / 'lake'}\n", encoding="utf-8")
+    probe = (
+        "import sys; from jobs.cli import main; code = main(sys.argv[1:]); "
+        "print(sorted({'pydantic', 'yaml', 'pyspark'} & set(sys.modules)), file=sys.stderr); sys.exit(code)"
+    )
+    runs = [
+        subprocess.run(
+            [sys.executable, "-c", probe, "sql", "--config", str(config), "SELECT 1 AS one", "--format", "tsv"],
+            cwd=ROOT,
+            env={**os.environ, CACHE_VARIABLE: str(tmp_path / "cache")},
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+        )
+        for _ in range(2)
+    ]
+    assert [(done.returncode, done.stdout, done.stderr) for done in runs] == [
+        (0, "one\n1\n", "['pydantic', 'yaml']\n"),
+        (0, "one\n1\n", "[]\n"),
+    ]
+
+
+def test_a_misspelt_key_in_a_config_answered_from_before_is_a_usage_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    config = tmp_path / "lake.yaml"
+    text = f"input:\n  path: {tmp_path}\nstorage:\n  root: {tmp_path / 'lake'}\n"
+    config.write_text(text, encoding="utf-8")
+    assert _sql(capsys, "--config", str(config), "SELECT 1 AS one") == (0, "one\n---\n  1\n(1 row)\n", "")
+
+    config.write_text(text + "  gold_databse: analytics\n", encoding="utf-8")
+
+    assert _sql(capsys, "--config", str(config), "SELECT 1 AS one") == (
+        2,
+        "",
+        f"binlog-lakehouse: {config}: storage.gold_databse: unknown key\n",
+    )
 
 
 def test_parquet_on_a_pipe_is_the_file(sample_lake: SampleLake) -> None:

@@ -19,17 +19,21 @@ from pipelines.storage import Lakehouse, s3_filesystem_kwargs
 from pipelines.tables import CATALOGED
 
 
+def _lake(settings: StorageSettings) -> LakeTables:
+    return LakeTables(settings.root, settings.layers())
+
+
 def test_every_layer_s_database_names_its_folder_as_the_pipeline_registers_it(spark: SparkSession) -> None:
     settings = StorageSettings(root="/lake", gold_database="Analytics", quality_database="ops")
     lake = Lakehouse(spark, settings)
     expected = {lake.database(layer).lower(): (layer.value,) for layer in CATALOGED}
 
-    assert layer_databases(settings) == expected
+    assert layer_databases(settings.layers()) == expected
     assert expected["analytics"] == ("gold",)
 
 
 def test_a_table_resolves_to_the_folder_of_its_layer_case_insensitively() -> None:
-    lake = LakeTables(StorageSettings(root="s3a://bucket/lake/", silver_database="shared", gold_database="shared"))
+    lake = _lake(StorageSettings(root="s3a://bucket/lake/", silver_database="shared", gold_database="shared"))
     assert lake.candidates("BINLOG_BRONZE", "Binlog_Events") == ["s3a://bucket/lake/bronze/binlog_events"]
     assert lake.candidates("shared", "table_maps") == [
         "s3a://bucket/lake/silver/table_maps",
@@ -52,14 +56,14 @@ def test_a_table_resolves_to_the_folder_of_its_layer_case_insensitively() -> Non
 )
 def test_bookkeeping_folders_and_unknown_databases_are_not_tables(database: str, name: str, message: str) -> None:
     with pytest.raises(TableNotFoundError) as raised:
-        LakeTables(StorageSettings(root="/lake")).candidates(database, name)
+        _lake(StorageSettings(root="/lake")).candidates(database, name)
     assert str(raised.value) == message
 
 
 def test_a_missing_table_on_a_local_root_lists_what_the_database_holds(tmp_path: Path) -> None:
     for folder in ("gold/orders/_delta_log", "gold/_progress/_delta_log", "gold/not_delta", "silver/maps/_delta_log"):
         (tmp_path / folder).mkdir(parents=True)
-    lake = LakeTables(StorageSettings(root=str(tmp_path)))
+    lake = _lake(StorageSettings(root=str(tmp_path)))
     assert (
         str(lake.not_found("binlog_gold", "refunds")) == "binlog_gold.refunds: no such table (binlog_gold has orders)"
     )
@@ -67,7 +71,7 @@ def test_a_missing_table_on_a_local_root_lists_what_the_database_holds(tmp_path:
         str(lake.not_found("binlog_quality", "x"))
         == "binlog_quality.x: no such table (binlog_quality has no tables yet)"
     )
-    assert str(LakeTables(StorageSettings(root="s3a://b/lake")).not_found("binlog_gold", "x")) == (
+    assert str(_lake(StorageSettings(root="s3a://b/lake")).not_found("binlog_gold", "x")) == (
         "binlog_gold.x: no such table (no Delta table at s3a://b/lake/gold/x)"
     )
 

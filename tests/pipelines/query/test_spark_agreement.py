@@ -92,7 +92,7 @@ UNORDERED = {
 def engines(spark: SparkSession, sample_lake: SampleLake) -> tuple[SparkSession, EmbeddedEngine]:
     """The Spark session with this lake's names registered, and an embedded engine over the lake."""
     sample_lake.register(spark)
-    return spark, EmbeddedEngine(LakeTables(sample_lake.cfg.storage))
+    return spark, EmbeddedEngine(LakeTables(sample_lake.cfg.storage.root, sample_lake.cfg.storage.layers()))
 
 
 def _both(engines: tuple[SparkSession, EmbeddedEngine], statement: str) -> tuple[list[Any], list[Any]]:
