@@ -229,8 +229,7 @@ class _Version:
 
     def typed(self, types: dict[str, pa.DataType]) -> Schema:
         """The version with its constant defaults as values of the columns' types."""
-        values = {c: typed_default(text, types[c]) for c, text in self.defaults.items() if c in types}
-        return Schema(self.start, self.key, {c: v for c, v in values.items() if v is not None})
+        return Schema(self.start, self.key, typed_defaults(self.defaults, types))
 
 
 def _schema_facts(
@@ -322,6 +321,12 @@ def typed_default(text: str, kind: pa.DataType) -> Any:
         return None
 
 
+def typed_defaults(defaults: dict[str, str], types: dict[str, pa.DataType]) -> dict[str, Any]:
+    """Column -> its constant default as a value of the column's type (other defaults left out)."""
+    values = {c: typed_default(text, types[c]) for c, text in defaults.items() if c in types}
+    return {c: v for c, v in values.items() if v is not None}
+
+
 def _steps(table: pa.Table, known: _Known, server: str, types: dict[str, pa.DataType]) -> Iterator[Step]:
     """One server's steps of the tables replayed together: their row changes, and the DDL acting on them."""
     rows = table.to_pylist()
@@ -353,8 +358,7 @@ def _steps(table: pa.Table, known: _Known, server: str, types: dict[str, pa.Data
     for name, at, defaults in known.fills.get(server, []):
         alter = alters.get(at[:4])
         if name in members and alter is not None:
-            values = {c: typed_default(text, types[c]) for c, text in defaults.items() if c in types}
-            after = {c: v for c, v in values.items() if v is not None}
+            after = typed_defaults(defaults, types)
             yield Step(at, FILL, name, None, alter.gtid, alter.commit_timestamp, after=after)
 
 
