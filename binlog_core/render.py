@@ -47,9 +47,12 @@ from __future__ import annotations
 
 import dataclasses
 import enum
+import json
 import math
 import struct
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from decimal import Decimal
+from json.encoder import encode_basestring
 from typing import TYPE_CHECKING, Any, Final
 
 from binlog_core.columns import ABSENT
@@ -177,6 +180,67 @@ def render_image(
     return rendered
 
 
+def _json_float(value: float) -> str:
+    return float.__repr__(value) if math.isfinite(value) else encode_basestring(non_finite_text(value))
+
+
+def _json_float32(value: float) -> str:
+    return float.__repr__(float32_text(value)) if math.isfinite(value) else encode_basestring(non_finite_text(value))
+
+
+_JSON_TEXT: Final[dict[type, Callable[[Any], str]]] = {
+    type(None): lambda _: "null",
+    bool: lambda value: "true" if value else "false",
+    int: int.__repr__,
+    str: encode_basestring,
+    float: _json_float,
+    Decimal: lambda value: encode_basestring(str(value)),
+    bytes: lambda value: encode_basestring(hex_text(value)),
+}
+"""JSON text of a value of exactly this type, as ``json.dumps(render_value(value))`` writes it."""
+
+
+class ImageJson:
+    """The JSON text of row images of one table map: ``json.dumps(render_image(image, columns),
+    ensure_ascii=False)``, character for character, without building the dict.
+
+    Each column's key is encoded once; a value of a common type (:data:`_JSON_TEXT`) is written
+    directly, any other through :func:`render_value` and ``json.dumps``.
+
+    >>> from binlog_core.table_map import Column
+    >>> id_, name = (Column(0, ColumnType.LONG, ColumnType.LONG, 0, False, name="id"),
+    ...              Column(1, ColumnType.VARCHAR, ColumnType.VARCHAR, 20, True))
+    >>> ImageJson((id_, name)).text([7, "é"])
+    '{"id": 7, "@2": "é"}'
+    """
+
+    def __init__(self, columns: tuple[Column, ...]) -> None:
+        self.columns = columns
+        self.keys = [json.dumps(c.display_name, ensure_ascii=False) + ": " for c in columns]
+        self.unique = len({c.display_name for c in columns}) == len(columns)
+        self.writers = [
+            {**_JSON_TEXT, float: _json_float32} if c.type == ColumnType.FLOAT else _JSON_TEXT for c in columns
+        ]
+
+    def text(self, image: Row | None) -> str | None:
+        """The image's JSON object (columns absent from it left out); None when there is no image."""
+        if image is None:
+            return None
+        if not self.unique:  # a dict keeps one value per name: let json.dumps decide which
+            return json.dumps(render_image(image, self.columns), ensure_ascii=False)
+        parts = []
+        for key, writers, column, value in zip(self.keys, self.writers, self.columns, image, strict=False):
+            if value is ABSENT:
+                continue
+            write = writers.get(type(value))
+            parts.append(key + (write(value) if write is not None else _rendered_text(value, column)))
+        return "{" + ", ".join(parts) + "}"
+
+
+def _rendered_text(value: object, column: Column) -> str:
+    return json.dumps(render_value(value, column), ensure_ascii=False)
+
+
 def render_change(change: RowChange, problems: list[BinlogError] | None = None) -> dict[str, Any]:
     """The CLI's one-line record of a row change.
 
@@ -248,6 +312,7 @@ def to_jsonable(obj: object, problems: list[BinlogError] | None = None, path: tu
 
 
 __all__ = [
+    "ImageJson",
     "NonFiniteFloatWarning",
     "float32_text",
     "hex_text",

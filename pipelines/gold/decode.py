@@ -46,7 +46,7 @@ from binlog_core.columns import ABSENT, DecodeOptions
 from binlog_core.constants import event_type_name
 from binlog_core.errors import BinlogError, UnknownTableIdError, as_event_problem
 from binlog_core.event import FormatDescription
-from binlog_core.render import json_diffs_value, render_image, render_value
+from binlog_core.render import ImageJson, json_diffs_value, render_value
 from binlog_core.rows import JsonPartialUpdate, Row, TablePlan, UndecodedText, decode_rows, decode_rows_header
 from binlog_core.table_map import Column, TableMap, decode_table_map
 from pipelines.gold.columns import completed_columns
@@ -279,6 +279,8 @@ class _Ready:
     routes: list[tuple[int, int | None, Convert | None, ConvertRaw | None]]
     ordinal: int
     """Its place among the plans the worker has decoded (:attr:`GoldDecoder.readies`)."""
+    json: ImageJson
+    """The JSON text of its images (``changes``)."""
 
 
 @dataclass
@@ -292,10 +294,26 @@ class _Rows:
     before: list[list[Any] | None] = field(default_factory=list)
     after: list[list[Any] | None] = field(default_factory=list)
 
+    changes: list[tuple[Any, ...]] = field(default_factory=list)
+    """One :data:`CHANGE_FIELDS` tuple per change, moved into :attr:`values` by :meth:`columns`."""
+
     def add(self, event: int, **values: Any) -> None:
         self.events.append(event)
         for name, value in values.items():
             self.values.setdefault(name, []).append(value)
+
+    def columns(self) -> dict[str, list[Any]]:
+        """The output values by column name (the changes' tuples transposed once per batch)."""
+        if self.changes:
+            for name, column in zip(CHANGE_FIELDS, zip(*self.changes, strict=True), strict=True):
+                self.values[name] = list(column)
+            self.changes = []
+        return self.values
+
+
+CHANGE_FIELDS = ("row_index", "op", "before", "after", "absent_before", "absent_after", "undecoded_before",
+                 "undecoded_after", "table_id")  # fmt: skip
+"""The per-change output columns :meth:`GoldDecoder.decode_batch` fills, in its tuples' order."""
 
 
 class GoldDecoder:
@@ -353,6 +371,7 @@ class GoldDecoder:
                 self.widths[plan.table],
                 routes,
                 len(self.readies),
+                ImageJson(columns),
             )
             self.readies.append(found)
             self._per_plan.clear()
@@ -391,19 +410,21 @@ class GoldDecoder:
                 pairs = []
             else:
                 rows = out.setdefault(ready.table, _Rows())
-                op = header.kind.op
+                op, table, names, text = header.kind.op, header.table_id, ready.names, ready.json.text
                 for index, (before, after) in enumerate(pairs):
-                    rows.add(
-                        i,
-                        row_index=index,
-                        op=op,
-                        before=_json_text(before, ready.columns),
-                        after=_json_text(after, ready.columns),
-                        absent_before=_absent(before, ready.names),
-                        absent_after=_absent(after, ready.names),
-                        undecoded_before=_undecoded(before, ready.names),
-                        undecoded_after=_undecoded(after, ready.names),
-                        table_id=header.table_id,
+                    rows.events.append(i)
+                    rows.changes.append(
+                        (
+                            index,
+                            op,
+                            text(before),
+                            text(after),
+                            _absent(before, names),
+                            _absent(after, names),
+                            _undecoded(before, names),
+                            _undecoded(after, names),
+                            table,
+                        )
                     )
                     rows.plans.append(ready.ordinal)
                     rows.before.append(_typed(before, ready))
@@ -434,6 +455,7 @@ class GoldDecoder:
 
     def _batch(self, batch: pa.RecordBatch, table: int, rows: _Rows) -> pa.RecordBatch:
         n = len(rows.events)
+        values = rows.columns()
         take = pa.array(rows.events, type=pa.int32())
         schema = self.schema
         arrays: list[pa.Array] = []
@@ -465,8 +487,8 @@ class GoldDecoder:
                     arrays.append(pa.nulls(n, type=arrow_field.type))
                 else:
                     arrays.append(self._images(rows, arrow_field.type))
-            elif name in rows.values:
-                arrays.append(pa.array(rows.values[name], type=arrow_field.type))
+            elif name in values:
+                arrays.append(pa.array(values[name], type=arrow_field.type))
             else:
                 arrays.append(pa.nulls(n, type=arrow_field.type))
         return pa.RecordBatch.from_arrays(arrays, schema=schema)
@@ -518,11 +540,6 @@ def _typed(image: Row | None, ready: _Ready) -> list[Any] | None:
             if raw is not None:
                 values[raw] = kept
     return values
-
-
-def _json_text(image: Row | None, columns: tuple[Column, ...]) -> str | None:
-    rendered = render_image(image, columns)
-    return None if rendered is None else json.dumps(rendered, ensure_ascii=False)
 
 
 def _absent(image: Row | None, names: list[str]) -> list[str] | None:

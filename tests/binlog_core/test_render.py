@@ -3,6 +3,7 @@ non-finite floats as strings with a warning, partially updated JSON as an object
 
 from __future__ import annotations
 
+import json
 import math
 import struct
 from dataclasses import dataclass
@@ -12,10 +13,12 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from binlog_core.constants import ColumnType
 from binlog_core.decoder import RowChange, decode_file
 from binlog_core.errors import BinlogError
 from binlog_core.json_binary import JsonDiff
 from binlog_core.render import (
+    ImageJson,
     NonFiniteFloatWarning,
     float32_text,
     json_diffs_value,
@@ -25,8 +28,9 @@ from binlog_core.render import (
     to_jsonable,
 )
 from binlog_core.rows import JsonPartialUpdate
+from binlog_core.table_map import Column
 from tests.fixtures.truth import FIXTURES
-from tests.harness.corpus import corpus_path
+from tests.harness.corpus import corpus_files, corpus_path
 
 F32 = struct.Struct("<f")
 
@@ -164,3 +168,43 @@ def test_partially_updated_json_column_renders_as_diffs_and_whole_documents_as_s
     }
     full = [r for r in rendered if r["event_type"] != "PARTIAL_UPDATE_ROWS" and r["after"] is not None]
     assert all(not isinstance(v, dict) for r in full for v in r["after"].values())
+
+
+def _image_texts_agree(paths: list[Path]) -> int:
+    """Every image of every row change in ``paths``: :class:`ImageJson`'s text equals the rendered dict dumped."""
+    compared = 0
+    for path in paths:
+        try:
+            found = changes(path)
+        except BinlogError:  # a deliberately damaged file: the changes before the damage are enough elsewhere
+            continue
+        for change in found:
+            columns = change.table_map.columns
+            writer = ImageJson(columns)
+            for image in (change.before, change.after):
+                expected = None if image is None else json.dumps(render_image(image, columns), ensure_ascii=False)
+                assert writer.text(image) == expected, (path, change.offset, change.row_index)
+                compared += image is not None
+    return compared
+
+
+def test_image_json_text_equals_the_rendered_image_dumped_for_every_fixture_row() -> None:
+    paths = sorted(p for p in FIXTURES.rglob("*") if p.is_file() and p.suffix[1:].isdigit())
+    assert _image_texts_agree(paths) > 1000
+
+
+@pytest.mark.corpus
+def test_image_json_text_equals_the_rendered_image_dumped_for_every_corpus_row() -> None:
+    assert _image_texts_agree([corpus_path(f) for f in corpus_files()]) > 50_000
+
+
+_VALUES = st.one_of(st.none(), st.booleans(), st.integers(), st.text(), st.floats(width=32), st.binary())
+
+
+@given(st.lists(_VALUES, max_size=8))
+def test_image_json_text_equals_the_rendered_image_dumped_for_any_values(values: list[object]) -> None:
+    columns = tuple(
+        Column(i, ColumnType.FLOAT if i % 3 == 0 else ColumnType.DOUBLE, ColumnType.DOUBLE, 0, True, name=f'c"{i}é')
+        for i in range(len(values))
+    )
+    assert ImageJson(columns).text(values) == json.dumps(render_image(values, columns), ensure_ascii=False)
