@@ -218,7 +218,7 @@ class ImageJson:
         self.columns = columns
         self.keys = [json.dumps(c.display_name, ensure_ascii=False) + ": " for c in columns]
         self.unique = len({c.display_name for c in columns}) == len(columns)
-        self.writers = [
+        self.writers: list[dict[type, Callable[[Any], str]]] = [
             {**_JSON_TEXT, float: _json_float32} if c.type == ColumnType.FLOAT else _JSON_TEXT for c in columns
         ]
 
