@@ -250,7 +250,12 @@ def run(
 
     lake = Lakehouse(spark, cfg.storage, on_write=wrote)
     quality = QualityProject(project_folder(cfg))
-    ctx = Context(spark, cfg, lake, report.run_id, expect_gate=quality.prepare)
+
+    def expect_work() -> None:
+        quality.prepare()
+        lake.warm_catalog()
+
+    ctx = Context(spark, cfg, lake, report.run_id, expect_work=expect_work)
     tracker = spark.sparkContext.statusTracker()
     started = time.monotonic()
     if not cfg.current.enabled and len(stages) > 1:

@@ -38,9 +38,9 @@ class Context:
     lake: Lakehouse
     run_id: str
     say: Say = field(default=lambda message: None)
-    expect_gate: Callable[[], None] = field(default=lambda: None)
-    """Called by a build as soon as it knows it has files to gate: the run may prepare the gate
-    (great-expectations) meanwhile."""
+    expect_work: Callable[[], None] = field(default=lambda: None)
+    """Called by a build as soon as it knows it has files to build: the run may prepare what its
+    gate and writes need (great-expectations, the catalog) meanwhile."""
     state: LakeState = field(init=False)
     """``binlog_files`` and progress for this run (read once)."""
 

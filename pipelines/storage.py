@@ -30,6 +30,7 @@ through ``pyarrow.fs``, configured from the same Hadoop settings Spark uses (see
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
 import re
@@ -160,6 +161,7 @@ class Lakehouse:
         self.commits = 0
         self._registered: dict[str, str] | None = None
         self._lock = threading.Lock()
+        self._warming: threading.Thread | None = None
 
     @property
     def root(self) -> str:
@@ -310,6 +312,21 @@ class Lakehouse:
             out.write(bytearray(body.encode("utf-8")))
         finally:
             out.close()
+
+    def warm_catalog(self) -> None:
+        """Open the catalog in the background (once), when tables are registered: a persistent
+        metastore (Hive's embedded Derby) takes seconds to start, which the first registration
+        would otherwise wait for.  Nothing is created; a failure is left for that registration to
+        report."""
+        if not self.settings.register_tables or self._warming is not None:
+            return
+
+        def warm() -> None:
+            with contextlib.suppress(Exception):  # the registration that needs the catalog raises it
+                self.spark.sql("SHOW DATABASES").collect()
+
+        self._warming = threading.Thread(target=warm, name="catalog-warm", daemon=True)
+        self._warming.start()
 
     def register(self, tables: Sequence[TableRef], *, force: bool = False) -> None:
         """Make ``database.table`` point at each table's location, unless already done from here.

@@ -488,6 +488,7 @@ class CurrentStage:
         out = CurrentOutput(files=pending)
         if not pending:
             return out
+        ctx.expect_work()
         sequences = {f: row["sequence"] for f, row in files.items()}
         schemas, fills = _schema_facts(ctx, sequences)
         ddl = _ddl_steps(ctx, sequences)
