@@ -120,6 +120,8 @@ class RunReport:
     """Files silver resolved again because the schema history changed under them."""
     waiting: int = 0
     """Files gold could not build because silver has not built them."""
+    current_tables: int = 0
+    """Source tables whose current state and history the current stage replayed."""
     quarantined: Counter[Reason] = field(default_factory=Counter)
     """Quarantine rows the stages wrote, by ``(stage, code, severity)``."""
     ddl: DdlCoverage | None = None
@@ -342,6 +344,7 @@ def _stage(
     report.events_framed += out.counts.get("events_framed", 0)
     report.row_changes += out.counts.get("row_changes", 0)
     report.rebuilt += out.counts.get("rebuilt", 0)
+    report.current_tables += out.counts.get("current_tables", 0)
     if name == "gold":
         report.waiting = len(getattr(out, "waiting", []))
     if "ddl_statements" in out.counts:
@@ -448,6 +451,8 @@ def summary(spark: SparkSession, cfg: AppConfig, report: RunReport) -> str:
         lines.append(f"    files resolved again (schema history changed): {report.rebuilt}")
     if report.waiting:
         lines.append(f"    files waiting for silver: {report.waiting}")
+    if report.current_tables:
+        lines.append(f"    current and history tables replayed: {report.current_tables}")
     if report.ddl is not None:
         lines.append(f"    {report.ddl.line()}")
     for gate in report.gates:
@@ -506,6 +511,7 @@ def as_json(report: RunReport) -> dict[str, Any]:
             "row_changes": report.row_changes,
             "files_resolved_again": report.rebuilt,
             "files_waiting_for_silver": report.waiting,
+            "current_tables_replayed": report.current_tables,
             "quarantined": [
                 {"stage": stage, "code": code, "severity": severity, "rows": n}
                 for (stage, code, severity), n in sorted(report.quarantined.items())

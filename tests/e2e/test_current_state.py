@@ -36,7 +36,7 @@ from pyspark.sql import functions as F
 from conf import AppConfig, InputSettings, SparkSettings, StorageSettings
 from conf.models import CurrentSettings
 from jobs.cli import main as cli_main
-from pipelines.run import run
+from pipelines.run import RunReport, as_json, run, summary
 from pipelines.storage import Lakehouse, Layer, Table
 from tests.binlog_core.sql_servers import Tables, apply_script, dump_script, table_contents
 from tests.harness.mariadb import DEFAULT_BINLOG_OPTIONS, MariaDBServer, ServerFactory
@@ -147,6 +147,8 @@ class Built:
     """row image -> the points recorded after each file's statements"""
     final: dict[str, dict[str, tuple[list[str], Counter[tuple[Any, ...]]]]]
     """row image -> table -> its columns and rows as the server read them back after the workload"""
+    reports: list[RunReport]
+    """The runs that built the lake, in order"""
 
 
 def _server_rows(server: MariaDBServer, table: str) -> tuple[list[str], Counter[tuple[Any, ...]]]:
@@ -196,14 +198,16 @@ def built(
         current=CurrentSettings(enabled=True),
         spark=SparkSettings(conf={"spark.sql.session.timeZone": "UTC"}),
     )
+    reports = []
     for arrival in (slice(None, -UNDONE), slice(-UNDONE, None)):  # the DDL-heavy files first, then the rest
         for image, paths in written.items():
             for path in paths[arrival]:
                 shutil.copy(path, Path(folders[image]) / path.name)
         report = run(spark, cfg, err=io.StringIO(), progress_every=None)
         assert report.exit_code == 0, report
+        reports.append(report)
     final = {image: {table: _server_rows(server, table) for table in TABLES} for image, server in servers.items()}
-    yield Built(Lakehouse(spark, cfg.storage), cfg, servers, folders, points, final)
+    yield Built(Lakehouse(spark, cfg.storage), cfg, servers, folders, points, final, reports)
 
 
 @pytest.mark.parametrize("image", IMAGES)
@@ -276,6 +280,15 @@ def test_a_column_a_partial_image_leaves_out_keeps_its_value(built: Built) -> No
         assert [(r.name, r.price, r.note) for r in rows] == [("six-b", Decimal("13.00"), "x")], image
 
 
+def test_each_run_summary_counts_the_current_and_history_tables_it_replayed(spark: SparkSession, built: Built) -> None:
+    tables = len(built.lake.tables(Layer.CURRENT))
+    assert tables == len(built.lake.tables(Layer.HISTORY)) > 0
+    for report in built.reports:
+        assert report.current_tables == tables  # every run brought changes to replay
+        assert f"    current and history tables replayed: {tables}" in summary(spark, built.cfg, report).splitlines()
+        assert as_json(report)["this_run"]["current_tables_replayed"] == tables
+
+
 def test_a_run_with_nothing_new_leaves_the_current_and_history_tables_as_they_are(
     spark: SparkSession, built: Built
 ) -> None:
@@ -287,7 +300,8 @@ def test_a_run_with_nothing_new_leaves_the_current_and_history_tables_as_they_ar
     before = {p: spark.sql(f"DESCRIBE HISTORY delta.`{p}`").first()["version"] for p in paths}  # type: ignore[index]
     report = run(spark, built.cfg, err=io.StringIO(), progress_every=None)
     assert report.exit_code == 0
-    assert report.files_built["current"] == 0
+    assert report.files_built["current"] == report.current_tables == 0
+    assert "current and history tables replayed" not in summary(spark, built.cfg, report)
     assert {p: spark.sql(f"DESCRIBE HISTORY delta.`{p}`").first()["version"] for p in paths} == before  # type: ignore[index]
 
 
