@@ -293,7 +293,6 @@ class _Rows:
     values: dict[str, list[Any]] = field(default_factory=dict)
     before: list[list[Any] | None] = field(default_factory=list)
     after: list[list[Any] | None] = field(default_factory=list)
-
     changes: list[tuple[Any, ...]] = field(default_factory=list)
     """One :data:`CHANGE_FIELDS` tuple per change, moved into :attr:`values` by :meth:`columns`."""
 

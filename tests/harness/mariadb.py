@@ -272,6 +272,9 @@ class MariaDBServer:
             "--no-defaults",
             "--user=root",
             f"--datadir={self.datadir}",
+            # the bootstrap server's temporary tables in the server's own folder: a server starting
+            # meanwhile removes the leftover '#sql*' files of its tmpdir, /tmp by default
+            f"--tmpdir={self.tmpdir}",
             "--auth-root-authentication-method=normal",
             "--skip-test-db",
             "--skip-name-resolve",
