@@ -37,18 +37,20 @@ import re
 import threading
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import BinaryIO, Literal, Protocol, cast
 from urllib.parse import SplitResult, quote, urlsplit
 
 import pyarrow as pa
 from delta.tables import DeltaTable
 from pyarrow import fs as pafs
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import Column, DataFrame, SparkSession
+from pyspark.sql import functions as F
+from pyspark.sql.types import BooleanType
 from pyspark.util import inheritable_thread_target
 
 from conf import StorageSettings
-from pipelines.tables import Layer, TableSpec, conform
+from pipelines.tables import Col, Layer, TableSpec, conform
 
 
 @dataclass
@@ -135,6 +137,9 @@ class Write:
     fresh: bool = False
     properties: Mapping[str, str] = field(default_factory=dict)
     """Delta table properties the write sets (``delta.enableChangeDataFeed``, ...)."""
+    keep: str | None = None
+    """``merge``: a boolean column of ``frame`` (not of the spec); a row where it is false deletes
+    the row its key matches instead of upserting, and is never inserted."""
 
 
 _REGEX_SPECIAL = re.compile(r"([.^$+?()\[\]{}\\])")
@@ -220,13 +225,28 @@ class Lakehouse:
 
     def write(self, write: Write) -> None:
         """One write (see :class:`Write`): the frame conformed to its spec, then registered."""
-        spec, frame = write.spec, write.frame.transform(conform(write.spec))
+        spec, frame, keep = write.spec, write.frame, write.keep
         path = self.path(spec)
         exists = self.exists(spec)
+        if keep is not None and not exists:
+            frame = frame.where(F.col(keep))
+        if keep is not None and exists:
+            frame = frame.transform(conform(replace(spec, columns=(*spec.columns, Col(keep, BooleanType(), keep)))))
+        else:
+            frame = frame.transform(conform(spec))
         if write.mode == "merge" and exists:
             condition = " AND ".join(f"t.{_quote(k)} <=> s.{_quote(k)}" for k in spec.key)
-            target = DeltaTable.forPath(self.spark, path).alias("t")
-            target.merge(frame.alias("s"), condition).whenMatchedUpdateAll().whenNotMatchedInsertAll().execute()
+            merge = DeltaTable.forPath(self.spark, path).alias("t").merge(frame.alias("s"), condition)
+            if keep is None:
+                merge = merge.whenMatchedUpdateAll().whenNotMatchedInsertAll()
+            else:
+                values: dict[str, str | Column] = {_quote(c.name): f"s.{_quote(c.name)}" for c in spec.columns}
+                merge = (
+                    merge.whenMatchedDelete(f"NOT s.{_quote(keep)}")
+                    .whenMatchedUpdate(set=values)
+                    .whenNotMatchedInsert(condition=f"s.{_quote(keep)}", values=values)
+                )
+            merge.execute()
         else:
             writer = frame.write.format("delta")
             if not exists:

@@ -565,7 +565,7 @@ CURRENT_META = (
     _nn("_file", _STR, "the file of that change"),
     _nn("_offset", _LONG, "its event's offset"),
     _c("_inner_index", _INT, "its inner index"),
-    _c("_row_index", _INT, "its row inside the rows event (null: a DDL statement)"),
+    _c("_row_index", _INT, "its row inside the rows event (a DDL statement: the row's rank among those it reopened)"),
 )
 """What every current-state row says of the change that last set it (after the source columns)."""
 
@@ -583,7 +583,11 @@ HISTORY_META = (
     _nn("_valid_from_file", _STR, "the file of the opening change"),
     _nn("_valid_from_offset", _LONG, "its offset"),
     _c("_valid_from_inner_index", _INT, "its inner index"),
-    _c("_valid_from_row_index", _INT, "its row inside the rows event (null: a DDL statement)"),
+    _c(
+        "_valid_from_row_index",
+        _INT,
+        "its row inside the rows event (a DDL statement: the row's rank among those it reopened)",
+    ),
     _c("_valid_to_sequence", _LONG, "sequence number of the file of the closing step"),
     _c("_valid_to_file", _STR, "the file of the closing step (null: still current)"),
     _c("_valid_to_offset", _LONG, "its offset"),

@@ -24,6 +24,12 @@ Rules, each one a line of a dispatch table below:
 * ``fill``: ALTER TABLE ... ADD COLUMN with a default closes every open version and opens it again
   with the default in the new column (the server wrote it into every existing row, unlogged).
 
+A version is identified by where it was opened: the change's position and row, or for the rows a
+DDL statement reopens (RENAME, ``fill``) the statement's position and their rank in the order they
+were opened. Of several open rows an image names equally, the oldest is taken. So a replay can
+start at any point from the versions open there (``seeds``) and give the versions a replay from the
+start gives, whichever order those were kept in.
+
 Steps name the table they act on (``table``; gold table names), so that the rows a RENAME carries
 into the table replayed come with them: the steps of every table renamed into it, directly or by
 a chain of renames, are replayed beside its own, and only the versions of the table asked for are
@@ -85,7 +91,17 @@ class Version:
     values: dict[str, Any]
     opened: Step
     closed: Step | None = None
+    row: int | None = None
+    """Its row at ``opened``: the row index inside a rows event, or for the rows a DDL statement
+    reopens (RENAME, ``fill``) their rank there, in the order of the versions it closed."""
+    seed: bool = False
+    """Open before the steps replayed (given to :func:`replay`, not opened by a step)."""
     _slot: tuple[Any, ...] = field(default=(), repr=False)
+
+    @property
+    def identity(self) -> tuple[Any, ...]:
+        """Where it was opened: unique among one server's versions of one table, and in their order."""
+        return (*self.opened.position[:4], -1 if self.row is None else self.row)
 
 
 def hashable(value: Any) -> Any:
@@ -124,14 +140,19 @@ class _Table:
             if found is not None:
                 return found
         held = [c for c in (key or self.columns) if c not in absent]
-        for slot, versions in self.open.items():
-            for version in versions:
-                if all(hashable(version.values.get(c)) == hashable(image.get(c)) for c in held):
-                    versions.remove(version)
-                    if not versions:
-                        del self.open[slot]
-                    return version
-        return None
+        matches = [
+            (version.identity, slot, version)
+            for slot, versions in self.open.items()
+            for version in versions
+            if all(hashable(version.values.get(c)) == hashable(image.get(c)) for c in held)
+        ]
+        if not matches:
+            return None
+        _, slot, version = min(matches, key=lambda m: m[0])  # the oldest of equal rows, as a slot gives it
+        self.open[slot].remove(version)
+        if not self.open[slot]:
+            del self.open[slot]
+        return version
 
     def _pop(self, slot: tuple[Any, ...]) -> Version | None:
         versions = self.open.get(slot)
@@ -143,8 +164,8 @@ class _Table:
         return version
 
     def clear(self) -> list[Version]:
-        """Every open version, the table left empty."""
-        versions = [v for vs in self.open.values() for v in vs]
+        """Every open version in the order they were opened, the table left empty."""
+        versions = sorted((v for vs in self.open.values() for v in vs), key=lambda v: v.identity)
         self.open.clear()
         return versions
 
@@ -172,6 +193,8 @@ class _Replay:
         self.name = name
         self.tables: dict[str, _Table] = {}
         self.versions: list[Version] = []
+        self.ranks: dict[tuple[str, tuple[Any, ...]], int] = {}
+        """(table, statement position) -> the rows a DDL statement reopened there so far."""
 
     def table(self, name: str) -> _Table:
         if name not in self.tables:
@@ -181,8 +204,17 @@ class _Replay:
     def open(self, name: str, values: dict[str, Any], step: Step) -> None:
         """A new open version of a row of ``name``: ``values`` with the after image's present columns."""
         values.update(_present(step.after, step.absent_after))
-        version = Version(values, step)
-        self.table(name).add(version, self.facts.key(name, step.position))
+        if step.action in ROW_OPS:
+            row = None if step.position[4] < 0 else step.position[4]
+        else:
+            at = (name, step.position[:4])
+            row = self.ranks.get(at, 0)
+            self.ranks[at] = row + 1
+        self.add(name, Version(values, step, row=row))
+
+    def add(self, name: str, version: Version) -> None:
+        """An open version of a row of ``name`` (opened by a step or given as a seed)."""
+        self.table(name).add(version, self.facts.key(name, version.opened.position))
         if name == self.name:
             self.versions.append(version)
 
@@ -234,13 +266,25 @@ _APPLY: dict[str, Callable[[_Replay, Step], None]] = {
 """Step action -> how it changes the tables."""
 
 
-def replay(steps: Iterable[Step], columns: Sequence[str], facts: Facts, name: str = "") -> list[Version]:
+def replay(
+    steps: Iterable[Step],
+    columns: Sequence[str],
+    facts: Facts,
+    name: str = "",
+    seeds: Iterable[tuple[str, Version]] = (),
+) -> list[Version]:
     """Every version of table ``name`` the steps make, in the order they were opened (see the module doc).
 
     ``columns``: the columns a version holds (each NULL until a change sets it);
-    ``facts``: each table's primary key and column defaults at a position.
+    ``facts``: each table's primary key and column defaults at a position;
+    ``seeds``: (table, version) open before the first step, as an earlier replay left them (marked
+    :attr:`Version.seed`; those of ``name`` are returned too, closed or not). Replaying the steps
+    after a point from the versions open there gives the versions a replay from the start gives.
     """
     state = _Replay(columns, facts, name)
+    for table, version in sorted(seeds, key=lambda s: s[1].identity):
+        version.seed = True
+        state.add(table, version)
     for step in sorted(steps, key=lambda s: s.position):
         _APPLY[step.action](state, step)
     return state.versions

@@ -1,6 +1,6 @@
 """The current stage: each gold change table replayed into its current state and its row history.
 
-For every typed gold table ``<schema>__<table>``, ``CurrentStage.build``:
+For every typed gold table ``<schema>__<table>`` the new files touch, ``CurrentStage.build``:
 
 1. collects on the driver what the replay needs besides the rows (all small): the file sequence
    numbers (``binlog_files``), the DDL statements that act on the table's rows (silver
@@ -12,16 +12,24 @@ For every typed gold table ``<schema>__<table>``, ``CurrentStage.build``:
    (:func:`pipelines.current.replay.replay`), straight from and into typed Arrow: every version
    of every row, with the bounds that opened and closed it;
 3. writes ``binlog_history.<table>`` (every version) and ``binlog_current.<table>`` (the versions
-   still open) from that one replay.
+   still open) from that one replay, by merge or overwrite (below).
 
 A table that only ever received rows by RENAME (no row change names it) has its tables too, with
 the columns of the tables renamed into it. A column default is taken when it is a constant (a
 number or a string); an expression default (``CURRENT_TIMESTAMP``) leaves the existing rows NULL.
 
-A table is replayed whole whenever files gold has (re)built since the last build arrive, so the
-state is a function of the input set, whatever order files came in; the tables are overwritten,
-never appended to, and progress is recorded last (a killed write is redone by the next run).
-Delta's change data feed is on for both tables.
+**Incremental.** When every file pending comes after every file already replayed of its server
+(files arrive in their servers' order, none rebuilt), each server's replay starts at its first new
+file: from the versions open there (read from the history tables: those opened before it and not
+closed before it) and the steps from there on. Only the tables those steps touch are replayed, and
+each is merged on its key (a version is identified by where it was opened): the new versions are
+inserted, the old versions the steps closed are updated in history and deleted from current state.
+Merging again what a killed run merged changes nothing, and the versions a continued replay gives
+are those a replay from the start gives (``tests/pipelines/current/test_replay.py``), so the
+tables are the same whether files came one at a time or all at once. Otherwise -- a file earlier
+than one replayed, a file rebuilt, a table whose gold columns changed since its history was
+written -- the table is replayed from the start and overwritten. Progress is recorded last.
+Delta's change data feed is on for both tables: a merge records only the rows it changed.
 """
 
 from __future__ import annotations
@@ -50,12 +58,14 @@ from pipelines.current.replay import (
     replay,
 )
 from pipelines.gold.names import gold_table_name
+from pipelines.progress import file_predicate
 from pipelines.stage import Built, Context
 from pipelines.storage import Table, Write
 from pipelines.tables import (
     CHANGES,
     CURRENT_META,
     DDL_EVENTS,
+    HISTORY_META,
     SCHEMA_HISTORY,
     Layer,
     TableSpec,
@@ -90,7 +100,7 @@ ALTER = "alter"
 class CurrentOutput(Built):
     """The history frame of each gold table replayed (persisted), with its two specs."""
 
-    tables: dict[str, tuple[TableSpec, TableSpec, DataFrame]] = field(default_factory=dict)
+    tables: dict[str, _Replayed] = field(default_factory=dict)
     progress: list[dict[str, Any]] = field(default_factory=list)
 
 
@@ -115,6 +125,8 @@ class _Known:
     """server -> gold table -> its schema versions."""
     fills: dict[str, list[tuple[str, Position, dict[str, str]]]]
     """server -> (gold table, where ALTER TABLE added columns, their defaults' SQL text)."""
+    names: dict[str, tuple[str, str]] = field(default_factory=dict)
+    """gold table -> its schema and table name (as the schema history names it)."""
 
 
 def _ddl_steps(ctx: Context, sequences: dict[str, int | None]) -> dict[str, list[_Ddl]]:
@@ -232,15 +244,14 @@ class _Version:
         return Schema(self.start, self.key, typed_defaults(self.defaults, types))
 
 
-def _schema_facts(
-    ctx: Context, sequences: dict[str, int | None]
-) -> tuple[dict[str, dict[str, list[_Version]]], dict[str, list[tuple[str, Position, dict[str, str]]]]]:
+def _schema_facts(ctx: Context, sequences: dict[str, int | None], ddl: dict[str, list[_Ddl]]) -> _Known:
     """From silver's schema history, per server: each gold table's schema versions (where each
     starts, its primary key, its defaults) and the defaults of the columns each ALTER TABLE added."""
     schemas: dict[str, dict[str, list[_Version]]] = defaultdict(lambda: defaultdict(list))
     fills: dict[str, list[tuple[str, Position, dict[str, str]]]] = defaultdict(list)
+    names: dict[str, tuple[str, str]] = {}
     if not ctx.lake.exists(SCHEMA_HISTORY):
-        return schemas, fills
+        return _Known(sequences, ddl, schemas, fills, names)
     rows = ctx.lake.read(SCHEMA_HISTORY).select(
         "server",
         "schema_name",
@@ -257,6 +268,7 @@ def _schema_facts(
     previous: dict[tuple[str, str], Any] = {}
     for row in sorted(rows.collect(), key=lambda r: (r.server, r.schema_name, r.table_name, r.version)):
         name = gold_table_name(row.schema_name, row.table_name)
+        names.setdefault(name, (row.schema_name, row.table_name))
         at = (
             (-2, "", -1, -1, -1)
             if row.valid_from_file is None
@@ -283,7 +295,7 @@ def _schema_facts(
             if added:
                 fills[row.server].append((name, at, added))
         previous[(row.server, name)] = row
-    return schemas, fills
+    return _Known(sequences, ddl, schemas, fills, names)
 
 
 def _alters(version: Any) -> bool:
@@ -327,11 +339,22 @@ def typed_defaults(defaults: dict[str, str], types: dict[str, pa.DataType]) -> d
     return {c: v for c, v in values.items() if v is not None}
 
 
-def _steps(table: pa.Table, known: _Known, server: str, types: dict[str, pa.DataType]) -> Iterator[Step]:
-    """One server's steps of the tables replayed together: their row changes, and the DDL acting on them."""
-    rows = table.to_pylist()
-    members: dict[str, tuple[str, str]] = {}
+SEED = "seed"
+"""The ``op`` of an input row that is no change but a version open where an incremental replay starts."""
+
+Start = tuple[int, str]
+"""``(file sequence or -1, file)``: where a server's incremental replay starts (its first new file)."""
+
+
+def _steps(
+    rows: list[dict[str, Any]], known: _Known, server: str, types: dict[str, pa.DataType], since: Start | None
+) -> Iterator[Step]:
+    """One server's steps of the tables replayed together: their row changes, and the DDL acting on
+    them (from ``since`` on, when the replay starts there)."""
+    members = {t: known.names[t] for t in {r["_table"] for r in rows} if t in known.names}
     for row in rows:
+        if row["op"] == SEED:
+            continue
         members.setdefault(row["_table"], (row["schema_name"], row["table_name"]))
         absent = row["absent_columns"] or {}
         yield Step(
@@ -348,7 +371,7 @@ def _steps(table: pa.Table, known: _Known, server: str, types: dict[str, pa.Data
             frozenset(absent.get("before") or ()),
             frozenset(absent.get("after") or ()),
         )
-    ddl = known.ddl.get(server, [])
+    ddl = [d for d in known.ddl.get(server, []) if since is None or d.position[:2] >= since]
     members |= {d.target_table: d.target for d in ddl if d.target_table and d.target}
     for step in ddl:
         for name, (schema, table_name) in members.items():
@@ -362,19 +385,45 @@ def _steps(table: pa.Table, known: _Known, server: str, types: dict[str, pa.Data
             yield Step(at, FILL, name, None, alter.gtid, alter.commit_timestamp, after=after)
 
 
-def _bounds(step: Step | None, prefix: str) -> dict[str, Any]:
+def _seeds(rows: list[dict[str, Any]], known: _Known) -> list[tuple[str, Version]]:
+    """The versions open where the replay starts (input rows :data:`SEED`), by table."""
+    seeds = []
+    for row in rows:
+        if row["op"] != SEED:
+            continue
+        action = row["_seed_op"]
+        index = row["row_index"] if action in ROW_OPS else None
+        opened = Step(
+            _position(known.sequences.get(row["file"]), row["file"], row["offset"], row["inner_index"], index),
+            action,
+            row["_table"],
+            gtid=row["gtid"],
+            commit_timestamp=row["commit_timestamp"],
+        )
+        seeds.append((row["_table"], Version(dict(row["after"]), opened, row=row["row_index"])))
+    return seeds
+
+
+def _bounds(step: Step | None, prefix: str, row: int | None) -> dict[str, Any]:
     if step is None:
         return dict.fromkeys(
             (f"{prefix}sequence", f"{prefix}file", f"{prefix}offset", f"{prefix}inner_index", f"{prefix}row_index")
         )
-    sequence, file, offset, inner, row = step.position
+    sequence, file, offset, inner, _ = step.position
     return {
         f"{prefix}sequence": None if sequence < 0 else sequence,
         f"{prefix}file": file,
         f"{prefix}offset": offset,
         f"{prefix}inner_index": None if inner < 0 else inner,
-        f"{prefix}row_index": None if row < 0 or step.action not in ROW_OPS else row,
+        f"{prefix}row_index": row,
     }
+
+
+def _row_of(step: Step | None) -> int | None:
+    """The row index of a row change (None: a DDL statement)."""
+    if step is None or step.action not in ROW_OPS or step.position[4] < 0:
+        return None
+    return step.position[4]
 
 
 def _history_row(server: str, version: Version) -> dict[str, Any]:
@@ -388,15 +437,21 @@ def _history_row(server: str, version: Version) -> dict[str, Any]:
         "_valid_to": None if closed is None else closed.commit_timestamp,
         "_is_current": closed is None,
         "_closed_by": None if closed is None else closed.action,
-        **_bounds(opened, "_valid_from_"),
-        **_bounds(closed, "_valid_to_"),
+        **_bounds(opened, "_valid_from_", version.row),
+        **_bounds(closed, "_valid_to_", _row_of(closed)),
     }
 
 
-def replay_server(known: _Known, meta: StructType, name: str, columns: list[str]) -> Any:
+def replay_server(
+    known: _Known, meta: StructType, name: str, columns: list[str], since: dict[str, Start] | None = None
+) -> Any:
     """``pa.Table -> pa.Table`` for ``applyInArrow``: one server's changes -> the versions of gold
     table ``name``, its source ``columns`` typed as the gold image arrives, ``meta`` (the history
-    columns) after them."""
+    columns) after them.
+
+    ``since`` (server -> where its new files start): the input holds the changes from there on and
+    the versions open there (:data:`SEED` rows); the output, the versions opened from there on and
+    those of the seeds that a change closed."""
 
     def replay_group(table: pa.Table) -> pa.Table:
         image = table.schema.field("after").type
@@ -408,8 +463,11 @@ def replay_server(known: _Known, meta: StructType, name: str, columns: list[str]
         schemas = SchemaHistory(
             {t: [v.typed(types) for v in found] for t, found in known.schemas.get(server, {}).items()}
         )
-        versions = replay(_steps(table, known, server, types), list(types), schemas, name)
-        return pa.Table.from_pylist([_history_row(server, v) for v in versions], schema=out_schema)
+        rows = table.to_pylist()
+        start = None if since is None else since.get(server)
+        versions = replay(_steps(rows, known, server, types, start), list(types), schemas, name, _seeds(rows, known))
+        changed = [v for v in versions if not v.seed or v.closed is not None]
+        return pa.Table.from_pylist([_history_row(server, v) for v in changed], schema=out_schema)
 
     return replay_group
 
@@ -444,8 +502,9 @@ def _image_of(name: str, members: dict[str, DataFrame]) -> tuple[StructType, Str
     return own, wide
 
 
-def _union(members: dict[str, DataFrame], image: StructType) -> DataFrame:
-    """The changes of every member table, named by ``_table``, their images cast to ``image`` by name."""
+def _union(parts: dict[str, list[DataFrame]], image: StructType) -> DataFrame:
+    """The input rows of every member table (:func:`_changes`, :func:`_seed_rows`), named by
+    ``_table``, their images cast to ``image`` by name."""
 
     def conform(frame: DataFrame, column: str) -> Any:
         have = frame.schema[column].dataType
@@ -458,17 +517,122 @@ def _union(members: dict[str, DataFrame], image: StructType) -> DataFrame:
         ]
         return F.when(F.col(column).isNull(), F.lit(None)).otherwise(F.struct(*fields)).alias(column)
 
-    parts = [
+    frames = [
         frame.select(
             *(conform(frame, c) if c in ("before", "after") else F.col(c) for c in CHANGE_COLUMNS),
             F.lit(table).alias("_table"),
+            "_seed_op",
         )
-        for table, frame in members.items()
+        for table, found in parts.items()
+        for frame in found
     ]
-    union = parts[0]
-    for part in parts[1:]:
-        union = union.unionByName(part)
+    union = frames[0]
+    for frame in frames[1:]:
+        union = union.unionByName(frame)
     return union
+
+
+def _changes(gold: DataFrame, files: list[str] | None) -> DataFrame:
+    """A gold table's row changes as replay input (of ``files`` only, when given)."""
+    if files is not None:
+        gold = gold.where(file_predicate(files))
+    return gold.select(*CHANGE_COLUMNS, F.lit(None).cast("string").alias("_seed_op"))
+
+
+def _opened_before(side: str, start: Start) -> Any:
+    """Whether the ``_valid_from_`` or ``_valid_to_`` bound of a history row lies before ``start``."""
+    sequence = F.coalesce(F.col(f"_{side}_sequence"), F.lit(-1))
+    return (sequence < start[0]) | ((sequence == start[0]) & (F.col(f"_{side}_file") < start[1]))
+
+
+def _seed_rows(history: DataFrame, gold: DataFrame, since: dict[str, Start]) -> DataFrame:
+    """The versions of a history table open where each server's replay starts, as replay input
+    (:data:`SEED` rows: the history's own image, other columns typed as in ``gold``)."""
+    source = [f.name for f in history.schema.fields[: -len(HISTORY_META)]]
+    image = StructType(history.schema.fields[: -len(HISTORY_META)])
+    open_at = F.lit(False)
+    for server, start in since.items():
+        open_at = open_at | (
+            (F.col("_server") == server)
+            & _opened_before("valid_from", start)
+            & (F.col("_valid_to_file").isNull() | ~_opened_before("valid_to", start))
+        )
+    typed = {f.name: f.dataType for f in gold.schema.fields} | {"before": image, "after": image}
+    return history.where(open_at).select(
+        *(
+            column.cast(typed[name]).alias(name)
+            for name, column in {
+                "server": F.col("_server"),
+                "schema_name": F.lit(None),
+                "table_name": F.lit(None),
+                "file": F.col("_valid_from_file"),
+                "offset": F.col("_valid_from_offset"),
+                "inner_index": F.col("_valid_from_inner_index"),
+                "row_index": F.col("_valid_from_row_index"),
+                "op": F.lit(SEED),
+                "gtid": F.col("_gtid"),
+                "commit_timestamp": F.col("_valid_from"),
+                "before": F.lit(None),
+                "after": F.struct(*source),
+                "absent_columns": F.lit(None),
+            }.items()
+        ),
+        F.col("_op").alias("_seed_op"),
+    )
+
+
+def _since(files: dict[str, dict[str, Any]], pending: list[str], done: dict[str, Any]) -> dict[str, Start] | None:
+    """server -> where its new files start, when every pending file is new and comes after every
+    file already replayed of its server; None: the tables must be replayed from the start."""
+    if not done:
+        return None
+
+    def start(file: str) -> tuple[str, Start]:
+        row = files[file]
+        return row["server"], (-1 if row["sequence"] is None else int(row["sequence"]), file)
+
+    last: dict[str, Start] = {}
+    for file in done:
+        if file in files:
+            server, at = start(file)
+            last[server] = max(last.get(server, at), at)
+    since: dict[str, Start] = {}
+    for file in pending:
+        server, at = start(file)
+        if file in done or (server in last and at <= last[server]):
+            return None
+        since[server] = min(since.get(server, at), at)
+    return since
+
+
+def _touched(names: list[str], counts: list[dict[str, int]], known: _Known, since: dict[str, Start]) -> set[str]:
+    """The tables whose rows the new files change: by row changes (``counts``: gold's per file) or
+    by DDL from where each server's replay starts."""
+    touched = {t for c in counts for t, n in c.items() if n}
+    for server, start in since.items():
+        for step in known.ddl.get(server, []):
+            if step.position[:2] < start:
+                continue
+            if step.source_table is None:  # a database: every table of it, and any table not known by name
+                touched |= {t for t in names if t not in known.names or step.acts_on(*known.names[t])}
+            touched |= {t for t in (step.source_table, step.target_table) if t is not None}
+        touched |= {name for name, at, _ in known.fills.get(server, []) if at[:2] >= start}
+    return touched
+
+
+def _image_fields(struct: StructType) -> list[tuple[str, Any]]:
+    return [(f.name, f.dataType) for f in struct.fields]
+
+
+@dataclass(frozen=True)
+class _Replayed:
+    """One table's replay: its specs, its history rows (every version, or from ``merge``: the new
+    versions and the old ones closed), and whether it continues the tables (``merge``) or rebuilds them."""
+
+    current: TableSpec
+    history: TableSpec
+    versions: DataFrame
+    merge: bool
 
 
 class CurrentStage:
@@ -477,7 +641,8 @@ class CurrentStage:
     name = "current"
 
     def build(self, ctx: Context) -> CurrentOutput:
-        """Replay every gold table when gold has (re)built files since the last replay."""
+        """Replay the gold tables the files gold has (re)built since the last replay change: from the
+        versions open before them when they all follow what was replayed, else from the start."""
         state = ctx.state
         files = state.files()
         gold = state.progress(Layer.GOLD)
@@ -490,49 +655,103 @@ class CurrentStage:
             return out
         ctx.expect_work()
         sequences = {f: row["sequence"] for f, row in files.items()}
-        schemas, fills = _schema_facts(ctx, sequences)
-        ddl = _ddl_steps(ctx, sequences)
-        lineage = _renamed_into(ddl)
+        known = _schema_facts(ctx, sequences, _ddl_steps(ctx, sequences))
+        lineage = _renamed_into(known.ddl)
         frames = {t: ctx.lake.read(Table(Layer.GOLD, t)) for t in ctx.lake.tables(Layer.GOLD) if t != CHANGES.name}
         names = sorted({*frames, *(t for t, sources in lineage.items() if sources & set(frames))})
-        known = _Known(sequences, ddl, schemas, fills)
+        since = _since(files, pending, state.progress(Layer.CURRENT))
+        if since is not None:
+            touched = _touched(names, [gold[f].get("counts") or {} for f in pending], known, since)
+            names = [n for n in names if n in touched]
         for name in names:
             members = {t: frames[t] for t in sorted(lineage.get(name, {name}) | {name}) if t in frames}
             own, image = _image_of(name, members)
             history = history_table(name, own)
             meta = StructType([c.field() for c in history.columns[len(own.fields) :]])
-            changes = _union(members, image)
-            versions = changes.groupBy("server").applyInArrow(
-                replay_server(known, meta, name, own.fieldNames()), history.schema
+            histories = self._histories(ctx, name, own, members, lineage) if since is not None else None
+            start = since if histories is not None else None
+            parts: dict[str, list[DataFrame]] = {
+                t: [_changes(f, None if start is None else pending)] for t, f in members.items()
+            }
+            if start is not None and histories is not None:
+                for t, found in histories.items():
+                    parts.setdefault(t, []).append(_seed_rows(found, next(iter(members.values())), start))
+            versions = (
+                _union(parts, image)
+                .groupBy("server")
+                .applyInArrow(replay_server(known, meta, name, own.fieldNames(), start), history.schema)
             )
-            out.tables[name] = (current_table(name, own), history, out.kept.keep(versions))
+            out.tables[name] = _Replayed(current_table(name, own), history, out.kept.keep(versions), start is not None)
         out.counts["current_tables"] = len(names)
         out.progress = [{"file": f, "built_from": upstream[f], "run_id": ctx.run_id} for f in pending]
         return out
 
+    @staticmethod
+    def _histories(
+        ctx: Context, name: str, own: StructType, members: dict[str, DataFrame], lineage: dict[str, set[str]]
+    ) -> dict[str, DataFrame] | None:
+        """The history tables the replay of ``name`` continues from (every table whose rows may reach
+        it), or None when one of them holds other columns than its gold table now has (a column
+        added, dropped or retyped since): then the table is replayed from the start."""
+        found = {}
+        for table in sorted(lineage.get(name, {name}) | {name}):
+            ref = Table(Layer.HISTORY, table)
+            if not ctx.lake.exists(ref):
+                continue
+            history = ctx.lake.read(ref)
+            if table in members:
+                image = members[table].schema["after"].dataType
+                assert isinstance(image, StructType)
+            elif table == name:
+                image = own
+            else:
+                return None
+            if _image_fields(StructType(history.schema.fields[: -len(HISTORY_META)])) != _image_fields(image):
+                return None
+            found[table] = history
+        return found
+
     def write(self, ctx: Context, out: CurrentOutput) -> None:
-        """Overwrite each table's history, then its current state from the same (cached) replay; progress last."""
+        """Each table's history, then its current state from the same (cached) replay; progress last.
+
+        A table replayed from the start is overwritten; one continued is merged on its key: new
+        versions inserted, the versions the new steps closed updated (history) or deleted
+        (current). Merging what a killed run merged already changes nothing."""
         ctx.lake.write_all(
             [
-                Write(history, versions, mode="overwrite", properties=CHANGE_DATA_FEED)
-                for _, history, versions in out.tables.values()
+                Write(t.history, t.versions, mode="merge" if t.merge else "overwrite", properties=CHANGE_DATA_FEED)
+                for t in out.tables.values()
             ]
         )
         ctx.lake.write_all(
             [
-                Write(current, _live(current, versions), mode="overwrite", properties=CHANGE_DATA_FEED)
-                for current, _, versions in out.tables.values()
+                Write(
+                    t.current,
+                    _current_rows(t.current, t.versions),
+                    mode="merge",
+                    keep="_is_current",
+                    properties=CHANGE_DATA_FEED,
+                )
+                if t.merge
+                else Write(
+                    t.current,
+                    _current_rows(t.current, t.versions.where(F.col("_is_current"))),
+                    mode="overwrite",
+                    properties=CHANGE_DATA_FEED,
+                )
+                for t in out.tables.values()
             ]
         )
         ctx.state.record(Layer.CURRENT, [{**row, "quarantined": 0, "counts": {}} for row in out.progress])
 
 
-def _live(current: TableSpec, versions: DataFrame) -> DataFrame:
-    """The current-state rows of a history frame: its open versions, their metadata renamed."""
+def _current_rows(current: TableSpec, versions: DataFrame) -> DataFrame:
+    """History rows as current-state rows: their metadata renamed, ``_is_current`` kept beside them."""
     source = current.columns[: -len(CURRENT_META)]
-    return versions.where(F.col("_is_current")).select(
+    return versions.select(
         *[c.name for c in source],
         *[F.col(_CURRENT_FROM.get(c.name, c.name)).alias(c.name) for c in current.columns[len(source) :]],
+        "_is_current",
     )
 
 

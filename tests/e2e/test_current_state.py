@@ -10,8 +10,9 @@ TABLE (in one database and across two, one of them to a name no row change names
 TABLE ... ADD COLUMN with a default, an update that MINIMAL and NOBLOB images log partially, and
 two last transactions of plain DML to undo. Their binlogs go into one input, a folder per
 server, so the same schema and table names of three servers share one lakehouse and must never
-mix. The lake is built over two runs: the first three files of every server (all the DDL), then
-the last two, so every check below also checks the replay carried over from one run to the next.
+mix. The lake is built one file at a time (one run per file of every server), so every check below
+also checks the incremental replay each run merges into the tables, across the DDL of the files
+before it; one run over all the files must give the same tables.
 """
 
 from __future__ import annotations
@@ -38,6 +39,7 @@ from conf.models import CurrentSettings
 from jobs.cli import main as cli_main
 from pipelines.run import RunReport, as_json, run, summary
 from pipelines.storage import Lakehouse, Layer, Table
+from pipelines.tables import PROGRESS
 from tests.binlog_core.sql_servers import Tables, apply_script, dump_script, table_contents
 from tests.harness.mariadb import DEFAULT_BINLOG_OPTIONS, MariaDBServer, ServerFactory
 
@@ -199,10 +201,9 @@ def built(
         spark=SparkSettings(conf={"spark.sql.session.timeZone": "UTC"}),
     )
     reports = []
-    for arrival in (slice(None, -UNDONE), slice(-UNDONE, None)):  # the DDL-heavy files first, then the rest
+    for index in range(len(WORKLOAD)):  # the files arrive one at a time
         for image, paths in written.items():
-            for path in paths[arrival]:
-                shutil.copy(path, Path(folders[image]) / path.name)
+            shutil.copy(paths[index], Path(folders[image]) / paths[index].name)
         report = run(spark, cfg, err=io.StringIO(), progress_every=None)
         assert report.exit_code == 0, report
         reports.append(report)
@@ -280,13 +281,26 @@ def test_a_column_a_partial_image_leaves_out_keeps_its_value(built: Built) -> No
         assert [(r.name, r.price, r.note) for r in rows] == [("six-b", Decimal("13.00"), "x")], image
 
 
-def test_each_run_summary_counts_the_current_and_history_tables_it_replayed(spark: SparkSession, built: Built) -> None:
-    tables = len(built.lake.tables(Layer.CURRENT))
-    assert tables == len(built.lake.tables(Layer.HISTORY)) > 0
-    for report in built.reports:
-        assert report.current_tables == tables  # every run brought changes to replay
-        assert f"    current and history tables replayed: {tables}" in summary(spark, built.cfg, report).splitlines()
-        assert as_json(report)["this_run"]["current_tables_replayed"] == tables
+TOUCHED = (
+    {"app__items", "app__tags", "app__tmp"},
+    {"app__items", "app__tags", "app__tmp"},
+    {"app__gone", "scratch__t", "app__items", "app__old", "app__renamed", "app__moved", "arch__moved", "app__tmp"},
+    {"app__items", "app__tags"},
+    {"app__tags", "app__renamed", "app__tmp"},
+)
+"""The tables each file of the workload changes, by row changes or DDL."""
+
+
+def test_each_run_replays_only_the_tables_its_files_change_and_its_summary_counts_them(
+    spark: SparkSession, built: Built
+) -> None:
+    assert built.lake.tables(Layer.CURRENT) == built.lake.tables(Layer.HISTORY) == sorted(set().union(*TOUCHED))
+    assert len(built.reports) == len(TOUCHED)
+    for report, touched in zip(built.reports, TOUCHED, strict=True):
+        assert report.current_tables == len(touched)
+        lines = summary(spark, built.cfg, report).splitlines()
+        assert f"    current and history tables replayed: {len(touched)}" in lines
+        assert as_json(report)["this_run"]["current_tables_replayed"] == len(touched)
 
 
 def test_a_run_with_nothing_new_leaves_the_current_and_history_tables_as_they_are(
@@ -305,6 +319,28 @@ def test_a_run_with_nothing_new_leaves_the_current_and_history_tables_as_they_ar
     assert {p: spark.sql(f"DESCRIBE HISTORY delta.`{p}`").first()["version"] for p in paths} == before  # type: ignore[index]
 
 
+def test_a_run_killed_between_its_history_and_current_merges_is_redone_to_the_same_tables(
+    spark: SparkSession, built: Built
+) -> None:
+    tables = [Table(layer, name) for layer in (Layer.CURRENT, Layer.HISTORY) for name in built.lake.tables(layer)]
+    expected = {t: _relative(built.lake.read(t)) for t in tables}
+    for name in TOUCHED[-1]:  # the last run's current-state merges undone, its history merges kept
+        path = built.lake.path(Table(Layer.CURRENT, name))
+        version = spark.sql(f"DESCRIBE HISTORY delta.`{path}`").first()["version"]  # type: ignore[index]
+        spark.sql(f"RESTORE TABLE delta.`{path}` TO VERSION AS OF {version - 1}")
+    last = ", ".join(f"'{points[-1].file}'" for points in built.points.values())
+    spark.sql(
+        f"DELETE FROM delta.`{built.lake.path(PROGRESS)}` "
+        f"WHERE layer = 'current' AND element_at(split(file, '/'), -1) IN ({last})"
+    )
+    assert {t: _relative(built.lake.read(t)) for t in tables} != expected
+    report = run(spark, built.cfg, err=io.StringIO(), progress_every=None)
+    assert report.exit_code == 0
+    assert report.files_built["current"] == len(built.points)
+    assert report.current_tables == len(TOUCHED[-1])
+    assert {t: _relative(built.lake.read(t)) for t in tables} == expected
+
+
 def _relative(frame: DataFrame) -> list[tuple[Any, ...]]:
     """A current or history table's rows, sorted, with paths cut to their file names (two lakes compare)."""
     columns = [
@@ -314,7 +350,7 @@ def _relative(frame: DataFrame) -> list[tuple[Any, ...]]:
     return sorted((tuple(row) for row in frame.select(*columns).collect()), key=repr)
 
 
-def test_the_lake_built_over_two_runs_has_the_current_and_history_tables_of_one_run_over_all_files(
+def test_the_lake_built_one_file_at_a_time_has_the_current_and_history_tables_of_one_run_over_all_files(
     spark: SparkSession, built: Built, tmp_path: Path
 ) -> None:
     image = "MINIMAL"
