@@ -88,6 +88,13 @@ def parser() -> argparse.ArgumentParser:
         stage.add_argument(
             "--summary-json", metavar="PATH", help="also write the run's summary as JSON to PATH (for orchestrators)"
         )
+        if name == "current":
+            stage.add_argument(
+                "--if-enabled",
+                action="store_true",
+                help="do nothing (exit 0) when the configuration's current.enabled is false "
+                "(for an orchestrator whose DAG always holds the task)",
+            )
         stage.add_argument(
             "--logical-date",
             type=logical_date,
@@ -212,6 +219,9 @@ def _run(args: argparse.Namespace, cfg: AppConfig, spark: SparkSession | None) -
 
     run_id = args.run_id or new_run_id()
     command = f"{PROG} {args.command}"
+    if getattr(args, "if_enabled", False) and not cfg.current.enabled:
+        print(f"{command}: current.enabled is false in the configuration: nothing to build")
+        return Exit.OK
     try:
         if spark is None:
             preflight(cfg)

@@ -1,6 +1,7 @@
 """What the Airflow DAG ``binlog_lakehouse`` (``jobs/dags/binlog_lakehouse.py``) runs, declared once.
 
-One task per stage, each running the stage's spark-submit entry point (``jobs/<stage>.py``) with
+One task per stage (``current`` building only with ``current.enabled``, as ``run`` does), each
+running the stage's spark-submit entry point (``jobs/<stage>.py``) with
 the DAG run's id (``--run-id``: every row the stage writes records it) and its logical date
 (``--logical-date``: the stage's summary records it; left out for a run without one), then
 ``quality_report``, which prints the quality-gate results of the DAG run from
@@ -29,8 +30,11 @@ DAG_ID = "binlog_lakehouse"
 SCHEDULE = "@hourly"
 """How often a run is started once the DAG is unpaused (a run with nothing new does almost nothing)."""
 
-STAGES = ("bronze", "silver", "gold")
+STAGES = ("bronze", "silver", "gold", "current")
 """The stage tasks in order (``jobs.cli.STAGES``)."""
+OPTIONS = {"current": ("--if-enabled", "nothing when the configuration's `current.enabled` is false")}
+"""stage -> the option its task's command adds to the run's, and what it does: the current stage
+follows ``current.enabled``, as ``binlog-lakehouse run`` does."""
 REPORT = "quality_report"
 
 EXIT_LINE = "exit code"
@@ -79,10 +83,16 @@ PARAMS = (
 )
 
 
+def _option(stage: str, part: int = 0, sep: str = " ") -> str:
+    """The stage's option (``part`` 0) or what it does (1), after ``sep``; empty for a stage without one."""
+    return sep + OPTIONS[stage][part] if stage in OPTIONS else ""
+
+
 def _stage_command(stage: str) -> str:
+    options = _option(stage)
     return (
         f"{{{{ params.submit }}}} {{{{ params.jobs | sh }}}}/{stage}.py --config {{{{ params.config | sh }}}}"
-        " --run-id {{ run_id | sh }}{% if logical_date is defined and logical_date %}"
+        f"{options} --run-id {{{{ run_id | sh }}}}{{% if logical_date is defined and logical_date %}}"
         " --logical-date {{ logical_date.isoformat() | sh }}"
         f'{{% endif %}}; code=$?; echo "{EXIT_LINE} $code"; [ "$code" -eq {int(Exit.OK)} ] '
         f'|| [ "$code" -eq {int(Exit.BAD_INPUT)} ] || exit "$code"'
@@ -111,7 +121,8 @@ TASKS = (
         Task(
             stage,
             _stage_command(stage),
-            f"`jobs/{stage}.py` (the `{stage}` command); exit code 4 lets the next tasks run",
+            f"`jobs/{stage}.py{_option(stage)}` (the `{stage}` command{_option(stage, 1, '; ')}); "
+            "exit code 4 lets the next tasks run",
         )
         for stage in STAGES
     ),
@@ -163,6 +174,7 @@ def readme_params() -> str:
 __all__ = [
     "DAG_ID",
     "FILTERS",
+    "OPTIONS",
     "PARAMS",
     "REPORT",
     "SCHEDULE",

@@ -142,6 +142,9 @@ class Write:
     the row its key matches instead of upserting, and is never inserted."""
 
 
+_NTZ = "timestamp_ntz"
+"""How a DATETIME column's type reads in a schema's simple string."""
+
 _REGEX_SPECIAL = re.compile(r"([.^$+?()\[\]{}\\])")
 REGISTERED_FILE = "registered.json"
 
@@ -228,6 +231,8 @@ class Lakehouse:
         spec, frame, keep = write.spec, write.frame, write.keep
         path = self.path(spec)
         exists = self.exists(spec)
+        if exists and (write.merge_schema or write.mode in ("overwrite", "merge")):
+            self._support_types(path, frame)
         if keep is not None and not exists:
             frame = frame.where(F.col(keep))
         if keep is not None and exists:
@@ -288,6 +293,17 @@ class Lakehouse:
             futures = [pool.submit(target, write) for write in ordered]
         for future in futures:
             future.result()
+
+    def _support_types(self, path: str, frame: DataFrame) -> None:
+        """Enable the table feature a column type needs before the first such column joins an existing
+        table: Delta enables ``timestampNtz`` (DATETIME) by itself only when it creates a table."""
+        if _NTZ not in frame.schema.simpleString():
+            return
+        table = DeltaTable.forPath(self.spark, path)
+        if _NTZ not in table.toDF().schema.simpleString():
+            table.addFeatureSupport("timestampNtz")
+            with self._lock:
+                self.commits += 1
 
     # -- catalog ---------------------------------------------------------------------------------
 

@@ -15,8 +15,11 @@ For every typed gold table ``<schema>__<table>`` the new files touch, ``CurrentS
    still open) from that one replay, by merge or overwrite (below).
 
 A table that only ever received rows by RENAME (no row change names it) has its tables too, with
-the columns of the tables renamed into it. A column default is taken when it is a constant (a
-number or a string); an expression default (``CURRENT_TIMESTAMP``) leaves the existing rows NULL.
+the columns of the tables renamed into it. The default ALTER TABLE ... ADD COLUMN writes into the
+rows that existed before is known when it is a constant (a number or a string) or the statement's
+time (``CURRENT_TIMESTAMP``, ``NOW(6)``: the QUERY event's time, with its microseconds where the
+binlog has them; for a DATETIME, in the session time zone the event names); another expression
+(``UUID()``), or a DATETIME's when the binlog does not name the time zone, leaves them NULL.
 
 **Incremental.** When every file pending comes after every file already replayed of its server
 (files arrive in their servers' order, none rebuilt), each server's replay starts at its first new
@@ -38,7 +41,9 @@ import re
 from collections import defaultdict
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta, timezone, tzinfo
 from typing import Any
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 import pyarrow as pa
 from pyspark.sql import DataFrame
@@ -150,6 +155,10 @@ def _ddl_steps(ctx: Context, sequences: dict[str, int | None]) -> dict[str, list
             # a DDL statement commits as it is written: its header time where no end event says more
             F.coalesce("commit_timestamp", F.timestamp_seconds("timestamp")).alias("commit_timestamp"),
             "objects",
+            (
+                F.col("timestamp") * 1_000_000 + F.coalesce(F.col("status_vars")["microseconds"].cast("long"), F.lit(0))
+            ).alias("micros"),
+            F.col("status_vars")["time_zone"].alias("time_zone"),
         )
         .collect()
     )
@@ -160,7 +169,15 @@ def _ddl_steps(ctx: Context, sequences: dict[str, int | None]) -> dict[str, list
         for index, o in enumerate(row.objects):
             if o.action in RESETS or o.action == ALTER:
                 steps[row.server].append(
-                    _Ddl(at, o.action, o.schema_name, o.object_name, row.gtid, row.commit_timestamp)
+                    _Ddl(
+                        at,
+                        o.action,
+                        o.schema_name,
+                        o.object_name,
+                        row.gtid,
+                        row.commit_timestamp,
+                        now=Now(int(row.micros), row.time_zone),
+                    )
                 )
             elif o.action == "rename_from":
                 source = o
@@ -192,6 +209,8 @@ class _Ddl:
     gtid: str | None
     commit_timestamp: Any
     target: tuple[str, str] | None = None
+    now: Now | None = None
+    """The statement's time, what ``CURRENT_TIMESTAMP`` meant in it."""
 
     def acts_on(self, schema: str, table: str) -> bool:
         """Whether it acts on table ``schema.table``, names compared as gold table names compare them."""
@@ -333,10 +352,70 @@ def typed_default(text: str, kind: pa.DataType) -> Any:
         return None
 
 
-def typed_defaults(defaults: dict[str, str], types: dict[str, pa.DataType]) -> dict[str, Any]:
-    """Column -> its constant default as a value of the column's type (other defaults left out)."""
-    values = {c: typed_default(text, types[c]) for c, text in defaults.items() if c in types}
-    return {c: v for c, v in values.items() if v is not None}
+@dataclass(frozen=True)
+class Now:
+    """A statement's time: microseconds since the epoch (header seconds and, where the binlog has
+    it, their fraction: MySQL ``Q_MICROSECONDS``, MariaDB ``Q_HRNOW``) and its session time zone
+    when the binlog names it."""
+
+    micros: int
+    time_zone: str | None = None
+
+
+_NOW = re.compile(r"^(?:current_timestamp|now|localtimestamp|localtime)\s*(?:\(\s*(\d?)\s*\))?$", re.IGNORECASE)
+_OFFSET = re.compile(r"^([+-])(\d{1,2}):(\d{2})$")
+
+
+def _zone(name: str | None) -> tzinfo | None:
+    """A session time zone as the binlog writes it (``+02:00``, ``Europe/Paris``); None: not known
+    (``SYSTEM`` is the server's, which the binlog does not say)."""
+    if name is None:
+        return None
+    offset = _OFFSET.match(name)
+    if offset is not None:
+        sign = -1 if offset.group(1) == "-" else 1
+        return timezone(sign * timedelta(hours=int(offset.group(2)), minutes=int(offset.group(3))))
+    try:
+        return ZoneInfo(name)
+    except (ValueError, ZoneInfoNotFoundError):
+        return None
+
+
+def now_default(text: str, kind: pa.DataType, now: Now) -> Any:
+    """A default that is the statement's time (``CURRENT_TIMESTAMP``, ``NOW(3)``, ...) as the value
+    of a field of type ``kind``, at the expression's precision: an instant for a TIMESTAMP; for a
+    DATETIME the wall-clock time in the statement's time zone where the binlog names it. None for
+    any other default, or a DATETIME whose time zone is not known.
+
+    >>> now_default("current_timestamp()", pa.timestamp("us", "UTC"), Now(1_700_000_000_123_456))
+    datetime.datetime(2023, 11, 14, 22, 13, 20, tzinfo=datetime.timezone.utc)
+    >>> now_default("NOW(3)", pa.timestamp("us"), Now(1_700_000_000_123_456, "+02:00"))
+    datetime.datetime(2023, 11, 15, 0, 13, 20, 123000)
+    """
+    found = _NOW.match(text.strip())
+    if found is None or not pa.types.is_timestamp(kind):
+        return None
+    unit = 10 ** (6 - int(found.group(1) or 0))
+    instant = datetime(1970, 1, 1, tzinfo=UTC) + timedelta(microseconds=now.micros - now.micros % unit)
+    if kind.tz is not None:
+        return instant
+    zone = _zone(now.time_zone)
+    return None if zone is None else instant.astimezone(zone).replace(tzinfo=None)
+
+
+def typed_defaults(defaults: dict[str, str], types: dict[str, pa.DataType], now: Now | None = None) -> dict[str, Any]:
+    """Column -> its default as a value of the column's type: a constant, or with ``now`` (the time of
+    the statement that filled it in) one that is the statement's time; other defaults left out."""
+    values = {}
+    for column, text in defaults.items():
+        if column not in types:
+            continue
+        value = typed_default(text, types[column])
+        if value is None and now is not None:
+            value = now_default(text, types[column], now)
+        if value is not None:
+            values[column] = value
+    return values
 
 
 SEED = "seed"
@@ -381,7 +460,7 @@ def _steps(
     for name, at, defaults in known.fills.get(server, []):
         alter = alters.get(at[:4])
         if name in members and alter is not None:
-            after = typed_defaults(defaults, types)
+            after = typed_defaults(defaults, types, alter.now)
             yield Step(at, FILL, name, None, alter.gtid, alter.commit_timestamp, after=after)
 
 

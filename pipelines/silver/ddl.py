@@ -85,6 +85,8 @@ class ColumnSpec:
     charset: str | None = None
     collation: str | None = None
     default: str | None = None
+    primary_key: bool = False
+    """A column of the table's primary key (``PRIMARY KEY`` on it, or in the table's key list)."""
 
 
 Charset = tuple[str | None, str | None]
@@ -215,7 +217,7 @@ def _type_text(kind: exp.Expression | None) -> str:
 
 
 def _spec_of(column: exp.ColumnDef) -> ColumnSpec:
-    nullable = True
+    nullable, primary_key = True, False
     charset = collation = default = None
     for constraint in column.args.get("constraints") or []:
         kind = constraint.args.get("kind")
@@ -224,7 +226,7 @@ def _spec_of(column: exp.ColumnDef) -> ColumnSpec:
         elif isinstance(kind, exp.NotNullColumnConstraint):
             nullable = bool(kind.args.get("allow_null"))
         elif isinstance(kind, exp.PrimaryKeyColumnConstraint):
-            nullable = False
+            nullable, primary_key = False, True
         elif isinstance(kind, exp.CharacterSetColumnConstraint):
             charset = kind.this.name.lower()
         elif isinstance(kind, exp.CollateColumnConstraint):
@@ -233,7 +235,43 @@ def _spec_of(column: exp.ColumnDef) -> ColumnSpec:
     if isinstance(type_expr, exp.DataType):
         for charset_expr in type_expr.find_all(exp.CharacterSet):
             charset = charset_expr.this.name.lower() if charset_expr.this else charset
-    return ColumnSpec(column.name, _type_text(type_expr), nullable, charset, collation, default)
+    return ColumnSpec(column.name, _type_text(type_expr), nullable, charset, collation, default, primary_key)
+
+
+def _key_names(node: exp.Expression) -> list[str]:
+    """The columns of the ``PRIMARY KEY (...)`` lists under ``node`` (a prefix ``a(5)`` names ``a``)."""
+    return [
+        (part.this if isinstance(part, exp.ColumnPrefix | exp.Ordered) else part).name
+        for key in node.find_all(exp.PrimaryKey)
+        for part in key.expressions
+    ]
+
+
+def _keyed(columns: list[ColumnSpec], names: list[str]) -> list[ColumnSpec]:
+    """The columns with ``names`` (compared case-insensitively) as the primary key."""
+    lowered = {name.lower() for name in names}
+    return [replace(c, primary_key=c.name.lower() in lowered) for c in columns]
+
+
+def _names_key(token: Token) -> bool:
+    """Whether the token opens ``PRIMARY KEY`` (one token, or ``PRIMARY`` then ``KEY``)."""
+    return token.token_type == TokenType.PRIMARY_KEY or token.text.upper() == "PRIMARY"
+
+
+def _token_key_names(part: list[Token]) -> list[str]:
+    """The columns of a ``[CONSTRAINT x] PRIMARY KEY (a, b(5))`` element's tokens; [] for another element."""
+    start = next((i for i, token in enumerate(part[:3]) if _names_key(token)), None)
+    if start is None:
+        return []
+    names, depth = [], 0
+    for token in part[start:]:
+        if token.token_type == TokenType.L_PAREN:
+            depth += 1
+        elif token.token_type == TokenType.R_PAREN:
+            depth -= 1
+        elif depth == 1 and token.token_type in (TokenType.VAR, TokenType.IDENTIFIER):
+            names.append(token.text)
+    return names
 
 
 def _split_top_level(tokens: list[Token]) -> Iterator[list[Token]]:
@@ -294,7 +332,7 @@ def _element_spec(statement: str, part: list[Token]) -> ColumnSpec:
         depth -= token.token_type == TokenType.R_PAREN
         type_tokens.append(token)
     words = [t.text.upper() for t in part]
-    nullable = not any(pair == ("NOT", "NULL") for pair in pairwise(words)) and "PRIMARY" not in words
+    nullable = not any(pair == ("NOT", "NULL") for pair in pairwise(words)) and not any(map(_names_key, part))
     labels = [t.text for t in type_tokens if t.token_type == TokenType.STRING]
     if type_tokens and type_tokens[0].text.lower() in {"enum", "set"}:
         type_text = _quoted_labels(type_tokens[0].text.lower(), labels)
@@ -308,6 +346,7 @@ def _element_spec(statement: str, part: list[Token]) -> ColumnSpec:
         _word_after(words, "CHARSET", "SET"),
         _word_after(words, "COLLATE"),
         _default_of(part),
+        any(_names_key(token) for token in part),
     )
 
 
@@ -332,11 +371,11 @@ def _word_after(words: list[str], *keys: str) -> str | None:
 
 def _columns_from_tokens(statement: str) -> list[ColumnSpec]:
     """The column list of a CREATE TABLE that sqlglot cannot build as a whole, element by element."""
-    return [
-        _element_spec(statement, part)
-        for part in _column_list(statement)
-        if part[0].text.upper() not in _CONSTRAINT_WORDS
-    ]
+    parts = _column_list(statement)
+    constraints = [part for part in parts if part[0].text.upper().split()[0] in _CONSTRAINT_WORDS]
+    columns = [_element_spec(statement, part) for part in parts if not any(part is c for c in constraints)]
+    key = [name for part in constraints for name in _token_key_names(part)]
+    return _keyed(columns, key) if key else columns
 
 
 def _position(column: exp.ColumnDef) -> tuple[str, str | None] | None:
@@ -476,6 +515,8 @@ class SchemaRegistry:
                 columns = list(source)
             elif isinstance(target, exp.Schema):
                 columns = [_spec_of(c) for c in target.expressions if isinstance(c, exp.ColumnDef)]
+                listed = [n for e in target.expressions if not isinstance(e, exp.ColumnDef) for n in _key_names(e)]
+                columns = _keyed(columns, listed) if listed else columns
             else:
                 raise ValueError("CREATE TABLE without a column list (CREATE ... SELECT is not replayed)")
         schema = _schema_of(table, default_schema)
@@ -531,6 +572,7 @@ class SchemaRegistry:
                 old_name = old.name if isinstance(old, exp.Expression) else (old or definition.name)
                 index = _index(columns, old_name)
                 spec = _spec_of(definition)
+                spec = replace(spec, primary_key=spec.primary_key or columns[index].primary_key)  # the key stays
                 position = _position(definition)
                 if position is None:
                     columns[index] = spec
@@ -543,6 +585,10 @@ class SchemaRegistry:
                 columns[index] = replace(old_spec, name=action.args["to"].name)
             elif isinstance(action, exp.AlterRename):
                 renamed_to = action.this
+            elif isinstance(action, exp.DropPrimaryKey):
+                columns = _keyed(columns, [])
+            elif isinstance(action, exp.AddConstraint) and _key_names(action):
+                columns = _keyed(columns, _key_names(action))
         self._set_table(key, columns)
         if self.tables[key] != current:
             result.changed.append(key)

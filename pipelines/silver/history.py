@@ -65,7 +65,7 @@ def spec_column(position: int, spec: ColumnSpec) -> dict[str, Any]:
         "charset": spec.charset,
         "collation": spec.collation,
         "default": spec.default,
-        "primary_key": None,
+        "primary_key": spec.primary_key,
     }
 
 

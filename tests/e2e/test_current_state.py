@@ -7,7 +7,8 @@ binlog files each: inserts, updates, deletes, REPLACE, INSERT ... ON DUPLICATE K
 table without a primary key (a multiset: a duplicate row inserted twice, one of them deleted),
 TRUNCATE, DROP TABLE and a CREATE of the same name with other columns, DROP DATABASE, RENAME
 TABLE (in one database and across two, one of them to a name no row change names later), ALTER
-TABLE ... ADD COLUMN with a default, an update that MINIMAL and NOBLOB images log partially, and
+TABLE ... ADD COLUMN with a constant default and with the statement's time (a TIMESTAMP, and a
+DATETIME(6) in the session's time zone), an update that MINIMAL and NOBLOB images log partially, and
 two last transactions of plain DML to undo. Their binlogs go into one input, a folder per
 server, so the same schema and table names of three servers share one lakehouse and must never
 mix. The lake is built one file at a time (one run per file of every server), so every check below
@@ -95,6 +96,8 @@ WORKLOAD: tuple[tuple[str, ...], ...] = (
         "ALTER TABLE app.items ADD COLUMN qty INT NOT NULL DEFAULT 7",
         "UPDATE app.items SET qty = 8 WHERE id = 1",
         "ALTER TABLE app.tmp ADD COLUMN label VARCHAR(10) DEFAULT 'x''y'",
+        "ALTER TABLE app.tags ADD COLUMN seen TIMESTAMP NOT NULL DEFAULT CURRENT_TIMESTAMP",
+        "ALTER TABLE app.tags ADD COLUMN seen_at DATETIME(6) DEFAULT CURRENT_TIMESTAMP(6)",
         "INSERT INTO app.tmp (id, v) VALUES (4, 4)",
     ),
     (
@@ -107,7 +110,7 @@ WORKLOAD: tuple[tuple[str, ...], ...] = (
     ),
     (
         "BEGIN",
-        "INSERT INTO app.tags VALUES ('d', 4)",
+        "INSERT INTO app.tags (label, n) VALUES ('d', 4)",
         "UPDATE app.renamed SET v = v + 100",
         "UPDATE app.tmp SET v = 5 WHERE id = 3",
         "COMMIT",
@@ -284,7 +287,17 @@ def test_a_column_a_partial_image_leaves_out_keeps_its_value(built: Built) -> No
 TOUCHED = (
     {"app__items", "app__tags", "app__tmp"},
     {"app__items", "app__tags", "app__tmp"},
-    {"app__gone", "scratch__t", "app__items", "app__old", "app__renamed", "app__moved", "arch__moved", "app__tmp"},
+    {
+        "app__gone",
+        "scratch__t",
+        "app__items",
+        "app__old",
+        "app__renamed",
+        "app__moved",
+        "arch__moved",
+        "app__tmp",
+        "app__tags",
+    },
     {"app__items", "app__tags"},
     {"app__tags", "app__renamed", "app__tmp"},
 )
@@ -450,6 +463,24 @@ def test_binlog_dump_flashback_of_the_same_files_writes_the_same_statements_as_t
     server = f"{Path(built.folders['FULL']).name}/mysql-bin"
     assert _flashback(built, lake, "--from", f"{files[0].name}:4", "--server", server) == 0
     assert _statements(lake.read_text(encoding="utf-8")) == _statements(from_files)
+
+
+def test_the_flashback_through_spark_writes_the_same_statements_as_through_the_embedded_engine(
+    spark: SparkSession, built: Built, tmp_path: Path
+) -> None:
+    image = "MINIMAL"  # partial images: the history tables complete them, through either engine
+    server = f"{Path(built.folders[image]).name}/mysql-bin"
+    selection = ["--from", f"{built.points[image][-UNDONE].file}:4", "--server", server]
+    embedded, through_spark = tmp_path / "embedded.sql", tmp_path / "spark.sql"
+    assert _flashback(built, embedded, *selection) == 0
+    cfg = built.cfg.model_copy(update={"storage": built.cfg.storage.model_copy(update={"register_tables": True})})
+    named = Lakehouse(spark, cfg.storage)  # Spark reads the tables by their names in the catalog
+    layers = (Layer.BRONZE, Layer.SILVER, Layer.GOLD, Layer.HISTORY)
+    named.register([Table(layer, name) for layer in layers for name in named.tables(layer)])
+    command = ["flashback", "--engine", "spark", *selection, "--output", str(through_spark)]
+    assert cli_main(command, config=cfg, spark=spark) == 0
+    assert _statements(through_spark.read_text(encoding="utf-8")) == _statements(embedded.read_text(encoding="utf-8"))
+    assert through_spark.read_text(encoding="utf-8").count("\nBEGIN;\n") == UNDONE
 
 
 def test_binlog_dump_refuses_what_only_the_lakes_history_can_complete(

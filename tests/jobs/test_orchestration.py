@@ -11,7 +11,10 @@ import jinja2
 import jinja2.sandbox
 import pytest
 
+from conf import AppConfig, InputSettings, StorageSettings
+from jobs import cli
 from jobs.orchestration import FILTERS, REPORT, STAGES, TASKS, gate_results_sql
+from pipelines.exits import Exit
 
 PARAMS = {
     "submit": "spark-submit --master yarn",
@@ -71,3 +74,17 @@ def test_the_quality_report_fails_with_4_after_the_report_when_a_stage_exited_4(
 
 def test_a_run_id_is_one_sql_string_whatever_it_holds() -> None:
     assert "WHERE run_id = 'it\\'s \\\\ x' ORDER BY" in gate_results_sql("it's \\ x")
+
+
+def test_the_current_command_with_if_enabled_builds_nothing_and_exits_0_when_current_is_disabled(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    config = AppConfig(input=InputSettings(path="/nowhere"), storage=StorageSettings(root="/nowhere"))
+    assert not config.current.enabled
+    assert cli.main(["current", "--if-enabled", "--run-id", "r1"], config=config) == Exit.OK
+    assert capsys.readouterr().out == (
+        "binlog-lakehouse current: current.enabled is false in the configuration: nothing to build\n"
+    )
+    assert (
+        cli.main(["current", "--run-id", "r1"], config=config) == Exit.USAGE
+    )  # without it, it goes on to build (and finds no input)

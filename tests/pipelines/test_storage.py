@@ -14,12 +14,14 @@ import shutil
 import subprocess
 import sys
 import textwrap
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 import pytest
 from pyarrow import fs as pafs
 from pyspark.sql import Row, SparkSession
+from pyspark.sql.types import LongType, TimestampNTZType
 
 from conf import StorageSettings, load_config
 from pipelines import storage
@@ -36,7 +38,7 @@ from pipelines.storage import (
     open_arrow_input,
     s3_filesystem_kwargs,
 )
-from pipelines.tables import Col, TableSpec
+from pipelines.tables import Col, Layer, TableSpec
 from tests.harness.s3 import S3Server, free_port
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
@@ -592,3 +594,44 @@ def test_hive_catalog_registrations_are_read_by_name_from_a_later_session(tmp_pa
     assert (lake / "_metastore" / "derby.log").is_file()
     assert (lake / "_warehouse" / "binlog_gold.db").is_dir()
     assert sorted(path.name for path in tmp_path.iterdir()) == ["lake", "lake.yaml"]  # nothing in the working dir
+
+
+# Writes --------------------------------------------------------------------------------------------
+
+
+def _spec(*columns: Col) -> TableSpec:
+    return TableSpec(Layer.GOLD, "shop__visits", "a visit", columns, ("id",))
+
+
+def test_a_datetime_column_can_join_an_existing_table_by_schema_merge_or_overwrite(
+    spark: SparkSession, tmp_path: Path
+) -> None:
+    lake = Lakehouse(spark, StorageSettings(root=str(tmp_path / "lake"), register_tables=False))
+    ident = Col("id", LongType(), "id")
+    seen = Col("seen", TimestampNTZType(), "a DATETIME")
+    wide = spark.createDataFrame([(2, datetime(2024, 3, 1, 11, 3))], "id long, seen timestamp_ntz")
+    for write, expected in (
+        (
+            Write(_spec(ident, seen), wide, mode="append", merge_schema=True),
+            [(1, None), (2, datetime(2024, 3, 1, 11, 3))],
+        ),
+        (Write(_spec(ident, seen), wide, mode="overwrite"), [(2, datetime(2024, 3, 1, 11, 3))]),
+    ):
+        shutil.rmtree(tmp_path / "lake", ignore_errors=True)
+        lake.write(Write(_spec(ident), spark.createDataFrame([(1,)], "id long")))
+        lake.write(write)
+        assert sorted(tuple(r) for r in lake.read(_spec(ident, seen)).collect()) == expected, write.mode
+
+
+def test_a_merge_with_keep_deletes_the_rows_it_marks_gone_and_inserts_only_the_kept(
+    spark: SparkSession, tmp_path: Path
+) -> None:
+    lake = Lakehouse(spark, StorageSettings(root=str(tmp_path / "lake"), register_tables=False))
+    spec = _spec(Col("id", LongType(), "id"), Col("v", LongType(), "v"))
+    rows = "id long, v long, keep boolean"
+    lake.write(Write(spec, spark.createDataFrame([(1, 1, True), (2, 2, True), (3, 3, False)], rows), keep="keep"))
+    assert sorted(lake.read(spec).collect()) == [Row(id=1, v=1), Row(id=2, v=2)]  # a new table: the kept only
+    again = spark.createDataFrame([(1, 10, True), (2, 2, False), (4, 4, True), (5, 5, False)], rows)
+    for _ in range(2):  # merging the same rows again changes nothing
+        lake.write(Write(spec, again, mode="merge", keep="keep"))
+        assert sorted(lake.read(spec).collect()) == [Row(id=1, v=10), Row(id=4, v=4)]

@@ -25,7 +25,7 @@ def test_create_table_records_names_types_nullability_and_charsets() -> None:
     )
     assert (result.objects, result.changed, result.error) == ([("shop", "t", "create")], [("shop", "t")], None)
     assert registry.columns("shop", "t") == [
-        ColumnSpec("id", "bigint unsigned", False),
+        ColumnSpec("id", "bigint unsigned", False, primary_key=True),
         ColumnSpec("price", "decimal(10,2)", True),
         ColumnSpec("label", "varchar(20)", True, "latin1"),
         ColumnSpec("e", "enum('a,b','Ωμέγα')", True),
@@ -140,7 +140,7 @@ def test_quoting_comments_enum_labels_generated_and_invisible_columns() -> None:
     )
     assert result.error is None
     assert registry.columns("s", "t") == [
-        ColumnSpec("id", "int(11)", False),
+        ColumnSpec("id", "int(11)", False, primary_key=True),
         ColumnSpec("e", "enum('a,b','c''d','E F')", True),
         ColumnSpec("d", "decimal(12,3) unsigned", True),
         ColumnSpec("g", "int", True),
@@ -148,6 +148,34 @@ def test_quoting_comments_enum_labels_generated_and_invisible_columns() -> None:
         ColumnSpec("secret", "int", True),
         ColumnSpec("note", "text", False, "latin1", "latin1_bin"),
     ]
+
+
+def _key(registry: SchemaRegistry, table: str) -> list[str]:
+    return [c.name for c in registry.columns("db", table) or [] if c.primary_key]
+
+
+def test_the_primary_key_follows_create_alter_and_column_changes() -> None:
+    registry = SchemaRegistry()
+    registry.apply("CREATE TABLE db.a (x INT, y VARCHAR(10), z INT, PRIMARY KEY (x, y(5)))", None)
+    assert _key(registry, "a") == ["x", "y"]
+    registry.apply("CREATE TABLE db.b (k INT NOT NULL PRIMARY KEY, v INT)", None)
+    assert _key(registry, "b") == ["k"]
+    registry.apply("CREATE TABLE db.c (k INET6, v INT, CONSTRAINT pk PRIMARY KEY (`v`))", None)  # read from tokens
+    assert _key(registry, "c") == ["v"]
+    registry.apply("CREATE TABLE db.d LIKE db.b", None)
+    assert _key(registry, "d") == ["k"]
+    changes = [
+        ("ALTER TABLE db.a CHANGE y w VARCHAR(20) NOT NULL", ["x", "w"]),  # a key column renamed and retyped
+        ("ALTER TABLE db.a MODIFY x BIGINT NOT NULL", ["x", "w"]),
+        ("ALTER TABLE db.a DROP COLUMN x", ["w"]),
+        ("ALTER TABLE db.a DROP PRIMARY KEY, ADD PRIMARY KEY (z)", ["z"]),
+        ("ALTER TABLE db.a RENAME COLUMN z TO zz", ["zz"]),
+        ("ALTER TABLE db.a DROP PRIMARY KEY", []),
+        ("ALTER TABLE db.a ADD CONSTRAINT p PRIMARY KEY (w, zz)", ["w", "zz"]),
+    ]
+    for statement, key in changes:
+        result = registry.apply(statement, None)
+        assert (result.error, result.changed, _key(registry, "a")) == (None, [("db", "a")], key), statement
 
 
 def test_create_like_alter_rename_to_multi_rename_and_multi_drop() -> None:

@@ -162,7 +162,7 @@ def test_seed_versions_come_first_and_drop_database_closes_its_tables() -> None:
         "charset": None,
         "collation": None,
         "default": None,
-        "primary_key": None,
+        "primary_key": False,
     }
 
 
