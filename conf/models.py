@@ -446,8 +446,8 @@ class CurrentSettings(Section):
         default=False,
         description=(
             "Build the current-state and history tables after gold in `run` (the `current` command builds "
-            "them whatever this says). The tables the new files touch are merged, or replayed from the start when files "
-            "arrive out of order."
+            "them whatever this says). The tables the new files touch are merged, or replayed from the start "
+            "when files arrive out of order."
         ),
     )
 

@@ -347,7 +347,7 @@ def test_a_run_killed_between_its_history_and_current_merges_is_redone_to_the_sa
         f"WHERE layer = 'current' AND element_at(split(file, '/'), -1) IN ({last})"
     )
     assert {t: _relative(built.lake.read(t)) for t in tables} != expected
-    report = run(spark, built.cfg, err=io.StringIO(), progress_every=None)
+    report = run(spark, built.cfg, ["current"], err=io.StringIO(), progress_every=None)  # the others have no work
     assert report.exit_code == 0
     assert report.files_built["current"] == len(built.points)
     assert report.current_tables == len(TOUCHED[-1])
