@@ -523,14 +523,22 @@ def _embedded_engine(settings: QuerySettings) -> Callable[[str], Result | None]:
 def _spark_engine(
     cfg: AppConfig, spark: SparkSession | None
 ) -> tuple[Callable[[str], Result | None], Callable[[], None]]:
-    """``--engine spark``: a session from the config (stopped at the end) or the injected one."""
-    from pipelines.query.spark import spark_result  # noqa: PLC0415
+    """``--engine spark``: a session from the config (stopped at the end) or the injected one.
+
+    Without catalog registrations (``storage.register_tables: false``) the lakehouse's table names
+    are read from their folders (:func:`pipelines.query.spark.by_path`).
+    """
+    from pipelines.query.lake import LakeTables  # noqa: PLC0415
+    from pipelines.query.spark import by_path, delta_table_at, spark_result  # noqa: PLC0415
     from pipelines.session import build_spark  # noqa: PLC0415
 
     session = spark or build_spark(cfg.spark)
     metastore = cfg.spark.metastore_dir if cfg.spark.catalog == "hive" else None
+    lake = None if cfg.storage.register_tables else LakeTables(cfg.storage.root, cfg.storage.layers())
 
     def execute(statement: str) -> Result | None:
+        if lake is not None:
+            statement = by_path(statement, lake, lambda path: delta_table_at(session, path))
         return spark_result(session, statement, metastore)
 
     return execute, (lambda: None) if spark is not None else session.stop

@@ -48,7 +48,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 import pyarrow as pa
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
-from pyspark.sql.types import StructType
+from pyspark.sql.types import StructField, StructType
 
 from pipelines.current.replay import (
     FILL,
@@ -63,6 +63,7 @@ from pipelines.current.replay import (
     replay,
 )
 from pipelines.gold.names import gold_table_name
+from pipelines.gold.types import ddl_kind, spark_type
 from pipelines.progress import file_predicate
 from pipelines.stage import Built, Context
 from pipelines.storage import Table, Write
@@ -252,11 +253,13 @@ def _renamed_into(ddl: dict[str, list[_Ddl]]) -> dict[str, set[str]]:
 
 @dataclass(frozen=True)
 class _Version:
-    """A schema version of a table: where it starts, its primary key, its columns' defaults (SQL text)."""
+    """A schema version of a table: where it starts, its primary key, its columns' defaults (SQL text),
+    and, for a version DDL or a seed gave, its columns' names and DDL type text."""
 
     start: Position
     key: tuple[str, ...]
     defaults: dict[str, str]
+    declared: tuple[tuple[str, str], ...] = ()
 
     def typed(self, types: dict[str, pa.DataType]) -> Schema:
         """The version with its constant defaults as values of the columns' types."""
@@ -305,6 +308,7 @@ def _schema_facts(ctx: Context, sequences: dict[str, int | None], ddl: dict[str,
                 at,
                 tuple(c.name for c in columns if c.primary_key),
                 {c.name: c.default for c in columns if c.default is not None},
+                tuple((c.name, c.type or "") for c in columns) if row.source in _DECLARING else (),
             )
         )
         before = previous.get((row.server, name))
@@ -315,6 +319,27 @@ def _schema_facts(ctx: Context, sequences: dict[str, int | None], ddl: dict[str,
                 fills[row.server].append((name, at, added))
         previous[(row.server, name)] = row
     return _Known(sequences, ddl, schemas, fills, names)
+
+
+_DECLARING = frozenset({"ddl", "seed"})
+"""Schema-history sources whose columns carry their DDL type text."""
+
+
+def _declared(name: str, image: StructType, known: _Known) -> StructType:
+    """``image`` (gold table ``name``'s source columns) and, after them, the columns the table's
+    latest DDL gives it that no row event has shown yet (an ADD COLUMN with no row change since),
+    typed as gold will type them (:func:`pipelines.gold.types.ddl_kind`)."""
+    have = {f.name.lower() for f in image.fields}
+    extra: list[StructField] = []
+    for tables in known.schemas.values():
+        versions = tables.get(name)
+        if not versions:
+            continue
+        for column, type_text in versions[-1].declared:
+            if column.lower() not in have:
+                have.add(column.lower())
+                extra.append(StructField(column, spark_type(ddl_kind(type_text)), True))
+    return StructType([*image.fields, *extra]) if extra else image
 
 
 def _alters(version: Any) -> bool:
@@ -696,6 +721,11 @@ def _touched(names: list[str], counts: list[dict[str, int]], known: _Known, sinc
                 touched |= {t for t in names if t not in known.names or step.acts_on(*known.names[t])}
             touched |= {t for t in (step.source_table, step.target_table) if t is not None}
         touched |= {name for name, at, _ in known.fills.get(server, []) if at[:2] >= start}
+        touched |= {
+            name
+            for name, versions in known.schemas.get(server, {}).items()
+            if any(v.declared and v.start[:2] >= start for v in versions)
+        }
     return touched
 
 
@@ -745,9 +775,11 @@ class CurrentStage:
         for name in names:
             members = {t: frames[t] for t in sorted(lineage.get(name, {name}) | {name}) if t in frames}
             own, image = _image_of(name, members)
+            own = _declared(name, own, known)
+            image = StructType([*own.fields, *(f for f in image.fields if f.name not in own.fieldNames())])
             history = history_table(name, own)
             meta = StructType([c.field() for c in history.columns[len(own.fields) :]])
-            histories = self._histories(ctx, name, own, members, lineage) if since is not None else None
+            histories = self._histories(ctx, name, own, members, lineage, known) if since is not None else None
             start = since if histories is not None else None
             parts: dict[str, list[DataFrame]] = {
                 t: [_changes(f, None if start is None else pending)] for t, f in members.items()
@@ -767,7 +799,12 @@ class CurrentStage:
 
     @staticmethod
     def _histories(
-        ctx: Context, name: str, own: StructType, members: dict[str, DataFrame], lineage: dict[str, set[str]]
+        ctx: Context,
+        name: str,
+        own: StructType,
+        members: dict[str, DataFrame],
+        lineage: dict[str, set[str]],
+        known: _Known,
     ) -> dict[str, DataFrame] | None:
         """The history tables the replay of ``name`` continues from (every table whose rows may reach
         it), or None when one of them holds other columns than its gold table now has (a column
@@ -779,8 +816,9 @@ class CurrentStage:
                 continue
             history = ctx.lake.read(ref)
             if table in members:
-                image = members[table].schema["after"].dataType
-                assert isinstance(image, StructType)
+                gold = members[table].schema["after"].dataType
+                assert isinstance(gold, StructType)
+                image = own if table == name else _declared(table, gold, known)
             elif table == name:
                 image = own
             else:

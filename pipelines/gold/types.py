@@ -173,6 +173,98 @@ def column_kind(column: Column) -> str:
     return _FIXED_KINDS.get(real, "other:string")
 
 
+_DDL_TYPES: dict[str, int] = {
+    "tinyint": ColumnType.TINY,
+    "bool": ColumnType.TINY,
+    "boolean": ColumnType.TINY,
+    "smallint": ColumnType.SHORT,
+    "mediumint": ColumnType.INT24,
+    "int": ColumnType.LONG,
+    "integer": ColumnType.LONG,
+    "bigint": ColumnType.LONGLONG,
+    "decimal": ColumnType.NEWDECIMAL,
+    "numeric": ColumnType.NEWDECIMAL,
+    "dec": ColumnType.NEWDECIMAL,
+    "fixed": ColumnType.NEWDECIMAL,
+    "float": ColumnType.FLOAT,
+    "double": ColumnType.DOUBLE,
+    "real": ColumnType.DOUBLE,
+    "date": ColumnType.DATE,
+    "datetime": ColumnType.DATETIME2,
+    "timestamp": ColumnType.TIMESTAMP2,
+    "time": ColumnType.TIME2,
+    "year": ColumnType.YEAR,
+    "bit": ColumnType.BIT,
+    "enum": ColumnType.ENUM,
+    "set": ColumnType.SET,
+    "json": ColumnType.JSON,
+    "char": ColumnType.STRING,
+    "varchar": ColumnType.VARCHAR,
+    "tinytext": ColumnType.TINY_BLOB,
+    "text": ColumnType.BLOB,
+    "mediumtext": ColumnType.MEDIUM_BLOB,
+    "longtext": ColumnType.LONG_BLOB,
+    "binary": ColumnType.STRING,
+    "varbinary": ColumnType.VARCHAR,
+    "tinyblob": ColumnType.TINY_BLOB,
+    "blob": ColumnType.BLOB,
+    "mediumblob": ColumnType.MEDIUM_BLOB,
+    "longblob": ColumnType.LONG_BLOB,
+    **dict.fromkeys(
+        (
+            "geometry",
+            "point",
+            "linestring",
+            "polygon",
+            "multipoint",
+            "multilinestring",
+            "multipolygon",
+            "geometrycollection",
+        ),
+        ColumnType.GEOMETRY,
+    ),
+    "vector": ColumnType.VECTOR,
+    **dict.fromkeys(("inet4", "inet6", "uuid"), ColumnType.STRING),  # MariaDB logs them as BINARY(n)
+}
+"""The wire type a column of each DDL type name is logged with (``column_kind`` maps it). JSON is
+MySQL's; MariaDB logs its JSON as LONGTEXT (``text:string``): the same Spark type."""
+_BINARY_DDL_TYPES = frozenset(
+    {"binary", "varbinary", "tinyblob", "blob", "mediumblob", "longblob", "inet4", "inet6", "uuid"}
+)
+_DDL_TYPE = re.compile(r"^\s*([a-z][a-z0-9]*)\s*(?:\(([^)]*)\))?(.*)$")
+_TEXT_COLLATION = 45  # utf8mb4_general_ci: any collation but binary's
+_MYSQL_DEFAULT_PRECISION = 10
+
+
+def ddl_kind(type_text: str) -> str:
+    """The gold kind of a column known from its DDL type text (``decimal(8,2)``, ``int unsigned``)
+    alone: the kind :func:`column_kind` gives the TABLE_MAP column the server logs for that type.
+
+    >>> ddl_kind("int unsigned"), ddl_kind("decimal(8,2)"), ddl_kind("varbinary(4)"), ddl_kind("sometype")
+    ('int:bigint', 'decimal:decimal(8,2)', 'binary:binary', 'other:string')
+    """
+    match = _DDL_TYPE.match(type_text.lower())
+    if match is None or match.group(1) not in _DDL_TYPES:
+        return "other:string"
+    name, arguments, rest = match.groups()
+    real = _DDL_TYPES[name]
+    numbers = [int(n) for n in re.findall(r"\d+", arguments or "")] if real == ColumnType.NEWDECIMAL else []
+    precision = numbers[0] if numbers else _MYSQL_DEFAULT_PRECISION
+    scale = numbers[1] if len(numbers) > 1 else 0
+    column = Column(
+        0,
+        real,
+        real,
+        0,
+        True,
+        precision=precision,
+        scale=scale,
+        unsigned="unsigned" in rest.split(),
+        collation=BINARY_COLLATION if name in _BINARY_DDL_TYPES else _TEXT_COLLATION,
+    )
+    return column_kind(column)
+
+
 def conversion_of(kind: str) -> str:
     """The conversion part of a kind (``"int"`` of ``"int:smallint"``)."""
     return kind.split(":", 1)[0]
@@ -213,6 +305,7 @@ __all__ = [
     "TEXT_OR_BINARY",
     "column_kind",
     "conversion_of",
+    "ddl_kind",
     "raw_type",
     "spark_type",
     "type_name_of",

@@ -87,20 +87,26 @@ def asof_statement(storage: StorageSettings, table: str, point: Point) -> str:
 
 
 def gtid_statement(storage: StorageSettings, gtid: str, server: str | None = None) -> str:
-    """The SQL that finds where transaction ``gtid`` ends: its servers, files and last offsets."""
+    """The SQL that finds where transaction ``gtid`` ends: its servers, files and last offsets.
+
+    The transaction's row changes (gold ``changes``) and its DDL statements (silver
+    ``ddl_events``) tell: a DDL statement is a transaction of its own, with no row change.
+    """
     where = f"gtid = {_literal(gtid)}"
     if server is not None:
         where += f" AND (server = {_literal(server)} OR server LIKE {_literal('%/' + server)})"
     return (
-        f"SELECT server, file_name, max(offset) AS last_offset FROM {storage.gold_database}.changes "
-        f"WHERE {where} GROUP BY server, file_name"
+        "SELECT server, file_name, max(offset) AS last_offset FROM ("
+        f"SELECT server, file_name, offset FROM {storage.gold_database}.changes WHERE {where} UNION ALL "
+        f"SELECT server, file_name, offset FROM {storage.silver_database}.ddl_events WHERE {where} AND kind = 'DDL'"
+        ") GROUP BY server, file_name"
     )
 
 
 def gtid_point(rows: list[tuple[str, str, int]], gtid: str) -> Point:
     """The point right after transaction ``gtid`` from :func:`gtid_statement`'s rows."""
     if not rows:
-        raise AsOfError(f"--gtid {gtid}: no row change of that transaction in the lakehouse")
+        raise AsOfError(f"--gtid {gtid}: no row change or DDL statement of that transaction in the lakehouse")
     servers = {server for server, _, _ in rows}
     if len(servers) > 1:
         raise AsOfError(f"--gtid {gtid}: found in the files of {len(servers)} servers; the GTID is ambiguous")

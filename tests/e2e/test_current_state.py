@@ -8,7 +8,8 @@ table without a primary key (a multiset: a duplicate row inserted twice, one of 
 TRUNCATE, DROP TABLE and a CREATE of the same name with other columns, DROP DATABASE, RENAME
 TABLE (in one database and across two, one of them to a name no row change names later), ALTER
 TABLE ... ADD COLUMN with a constant default and with the statement's time (a TIMESTAMP, and a
-DATETIME(6) in the session's time zone), an update that MINIMAL and NOBLOB images log partially, and
+DATETIME(6) in the session's time zone), columns added to a table no row change names afterwards
+(a file ending in that DDL statement: as-of its GTID), an update that MINIMAL and NOBLOB images log partially, and
 two last transactions of plain DML to undo. Their binlogs go into one input, a folder per
 server, so the same schema and table names of three servers share one lakehouse and must never
 mix. The lake is built one file at a time (one run per file of every server), so every check below
@@ -99,6 +100,9 @@ WORKLOAD: tuple[tuple[str, ...], ...] = (
         "ALTER TABLE app.tags ADD COLUMN seen TIMESTAMP NOT NULL DEFAULT CURRENT_TIMESTAMP",
         "ALTER TABLE app.tags ADD COLUMN seen_at DATETIME(6) DEFAULT CURRENT_TIMESTAMP(6)",
         "INSERT INTO app.tmp (id, v) VALUES (4, 4)",
+        # no row change of arch.moved follows: only this DDL tells the column; and the file's last
+        # transaction (its recorded GTID, as-of --gtid) is a DDL statement's
+        "ALTER TABLE arch.moved ADD COLUMN shelf VARCHAR(8) NOT NULL DEFAULT 'z', ADD COLUMN bin INT UNSIGNED",
     ),
     (
         "BEGIN",
@@ -274,6 +278,23 @@ def test_the_history_of_a_row_chains_its_versions_from_insert_to_now(built: Buil
         assert older._closed_by == newer._op
 
 
+def test_columns_an_alter_added_with_no_row_change_since_are_in_the_tables_with_their_defaults(
+    built: Built,
+) -> None:
+    ddl_gtid = built.points["FULL"][2].gtid
+    assert built.lake.read(Table(Layer.GOLD, "changes")).where(F.col("gtid") == ddl_gtid).count() == 0
+    assert "arch__moved" not in built.lake.tables(Layer.GOLD)  # its rows came by RENAME: no row event names it
+    current = built.lake.read(Table(Layer.CURRENT, "arch__moved"))
+    assert dict(current.dtypes)["shelf"] == "string" and dict(current.dtypes)["bin"] == "bigint"
+    assert sorted(tuple(r) for r in current.select("id", "shelf", "bin").collect()) == [
+        (i, "z", None) for i in (1, 1, 1, 2, 2, 2)
+    ]
+    history = built.lake.read(Table(Layer.HISTORY, "arch__moved"))
+    assert Counter((r.shelf, r._op, r._closed_by) for r in history.collect()) == Counter(
+        {(None, "rename", "fill"): 6, ("z", "fill", None): 6}
+    )
+
+
 def test_a_column_a_partial_image_leaves_out_keeps_its_value(built: Built) -> None:
     for image in IMAGES:
         rows = (
@@ -422,7 +443,7 @@ def test_asof_a_transaction_the_lakehouse_does_not_hold_is_one_line_and_exit_cod
     code, rows = _asof(built, "app.items", tmp_path, "--gtid", "9-9-999999")
     assert (code, rows) == (1, [])
     assert capsys.readouterr().err.strip() == (
-        "binlog-lakehouse: --gtid 9-9-999999: no row change of that transaction in the lakehouse"
+        "binlog-lakehouse: --gtid 9-9-999999: no row change or DDL statement of that transaction in the lakehouse"
     )
 
 
@@ -473,12 +494,9 @@ def test_the_flashback_through_spark_writes_the_same_statements_as_through_the_e
     selection = ["--from", f"{built.points[image][-UNDONE].file}:4", "--server", server]
     embedded, through_spark = tmp_path / "embedded.sql", tmp_path / "spark.sql"
     assert _flashback(built, embedded, *selection) == 0
-    cfg = built.cfg.model_copy(update={"storage": built.cfg.storage.model_copy(update={"register_tables": True})})
-    named = Lakehouse(spark, cfg.storage)  # Spark reads the tables by their names in the catalog
-    layers = (Layer.BRONZE, Layer.SILVER, Layer.GOLD, Layer.HISTORY)
-    named.register([Table(layer, name) for layer in layers for name in named.tables(layer)])
+    assert not built.cfg.storage.register_tables  # Spark reads the tables from their folders
     command = ["flashback", "--engine", "spark", *selection, "--output", str(through_spark)]
-    assert cli_main(command, config=cfg, spark=spark) == 0
+    assert cli_main(command, config=built.cfg, spark=spark) == 0
     assert _statements(through_spark.read_text(encoding="utf-8")) == _statements(embedded.read_text(encoding="utf-8"))
     assert through_spark.read_text(encoding="utf-8").count("\nBEGIN;\n") == UNDONE
 

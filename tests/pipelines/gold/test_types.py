@@ -1,6 +1,8 @@
-"""The gold type of every binlog column type, from the TABLE_MAP facts alone (no Spark session)."""
+"""The gold type of every binlog column type, from the TABLE_MAP facts or from DDL type text (no Spark session)."""
 
 from __future__ import annotations
+
+from pathlib import Path
 
 import pytest
 from pyspark.sql.types import (
@@ -21,8 +23,11 @@ from pyspark.sql.types import (
 )
 
 from binlog_core.constants import ColumnType
-from binlog_core.table_map import BLOB_COMPRESSED, VARCHAR_COMPRESSED, Column
-from pipelines.gold.types import column_kind, raw_type, spark_type, type_suffix
+from binlog_core.decoder import decode_file
+from binlog_core.events.query import QueryEvent
+from binlog_core.table_map import BLOB_COMPRESSED, VARCHAR_COMPRESSED, Column, TableMap
+from pipelines.gold.types import column_kind, ddl_kind, raw_type, spark_type, type_suffix
+from pipelines.silver.ddl import SchemaRegistry
 
 UTF8MB4, BINARY = 45, 63
 
@@ -94,3 +99,38 @@ def test_a_changed_type_names_its_field_by_the_new_type() -> None:
     assert type_suffix("int:bigint") == "__bigint"
     assert type_suffix("vector:array<float>") == "__array_float"
     assert type_suffix("datetime:timestamp_ntz") == "__timestamp_ntz"
+
+
+FULL = Path(__file__).resolve().parents[2] / "fixtures" / "mariadb" / "full"
+
+
+def _declared_and_logged() -> list[tuple[str, str, str]]:
+    """(column, DDL type text, gold kind of the TABLE_MAP column the server logged) for every column
+    of every table the fixture workload created, from its binlogs (binlog_row_metadata=FULL)."""
+    registry = SchemaRegistry()
+    found: dict[tuple[str, str], tuple[str, str, str]] = {}
+    for path in sorted(FULL.glob("mysql-bin.0*")):
+        for item in decode_file(path):
+            body = item.body
+            if isinstance(body, QueryEvent) and isinstance(body.statement, str):
+                registry.apply(body.statement, body.schema or None)
+            elif isinstance(body, TableMap):
+                declared = registry.columns(body.schema, body.table) or []
+                types = {spec.name.lower(): spec.type for spec in declared}
+                for column in body.columns:
+                    if column.name is not None and column.name.lower() in types:
+                        key = (f"{body.schema}.{body.table}", column.name)
+                        found[key] = (f"{key[0]}.{column.name}", types[column.name.lower()], column_kind(column))
+    return sorted(found.values())
+
+
+def test_a_column_known_only_from_ddl_gets_the_kind_of_the_column_the_server_logs_for_its_type() -> None:
+    cases = _declared_and_logged()
+    assert len({declared for _, declared, _ in cases}) >= 20  # the fixture's types: every family
+    assert [(name, declared, spark_type(ddl_kind(declared))) for name, declared, _ in cases] == [
+        (name, declared, spark_type(logged)) for name, declared, logged in cases
+    ]
+    # the same kinds too, but for MariaDB's JSON, which it logs as LONGTEXT
+    assert {(d, ddl_kind(d), logged) for _, d, logged in cases if ddl_kind(d) != logged} == {
+        ("json", "json:string", "text:string")
+    }
