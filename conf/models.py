@@ -158,6 +158,16 @@ class SparkSettings(Section):
             "Relative to the project root."
         ),
     )
+    class_archive_dir: LocalPath | None = Field(
+        default=".cache/jvm",
+        description=(
+            "Folder of the class-data archive (JDK AppCDS) of a driver JVM this process starts: "
+            "`python -m pipelines.session --warm` records there the classes a short Spark job loads, "
+            "once per JDK and pyspark, and later JVMs map them instead of loading and verifying them "
+            "again (a session starts and a first run goes faster). A JVM that cannot use the archive "
+            "runs without it. Relative to the project root; `null`: no archive."
+        ),
+    )
     warehouse_dir: PathOrUri | None = Field(
         default=None,
         description=(

@@ -11,7 +11,11 @@ one JVM at a time open the metastore: a second session on the same folder fails 
 one stops.
 
 ``python -m pipelines.session --warm`` starts a session once so that Ivy downloads the Delta jars
-into ``spark.ivy_dir``, writes and reads a one-row Delta table, and prints where the jars are.
+into ``spark.ivy_dir``, writes and reads a one-row Delta table, and prints where the jars are;
+and, once per JDK and pyspark, records the class-data archive of the driver JVM in
+``spark.class_archive_dir`` (:func:`record_classes`): a short Spark job runs in a JVM that writes
+the classes it loaded when it exits, and every JVM this module starts later maps that archive
+instead of loading and verifying those classes again.
 ``--jars`` does the same and prints the jars as one comma-separated list, for ``spark-submit
 --jars`` (the cluster then needs no access to Maven Central; anything Spark prints meanwhile goes
 to stderr).
@@ -25,9 +29,12 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import hashlib
 import json
 import os
 import re
+import shutil
+import subprocess
 import sys
 import tempfile
 from collections.abc import Iterator, Mapping, Sequence
@@ -50,9 +57,11 @@ __all__ = [
     "RESOLVED",
     "build_spark",
     "cached_jar",
+    "class_archive",
     "derby_metastore_url",
     "launcher_conf",
     "local_cores",
+    "record_classes",
     "resolved_jars",
     "run_sql",
     "spark_options",
@@ -71,6 +80,11 @@ LAUNCH_SETTINGS = frozenset(
     {"spark.master", "spark.jars.packages", "spark.jars", "spark.jars.ivy", "spark.driver.memory"}
 )
 """Settings that only matter when the JVM starts: never set when a launcher already started it."""
+
+CLASS_ARCHIVE_QUIET = ("-Xshare:auto", "-Xlog:cds=off", "-Xlog:cds+dynamic=off")
+"""With the archive: a JVM that cannot map it (another JDK build, ...) runs without it, silently."""
+
+JAVA_OPTIONS = "spark.driver.extraJavaOptions"
 
 MALLOC_ARENA_MAX = "2"
 """glibc malloc arenas of a JVM this process starts, unless the environment already sets it."""
@@ -155,6 +169,9 @@ def spark_options(
     if cfg.catalog is not None:
         options["spark.sql.catalogImplementation"] = cfg.catalog
     java_options: list[str] = []
+    archive = class_archive(cfg) if launched is None else None
+    if archive is not None and archive.is_file():
+        java_options += [f"-XX:SharedArchiveFile={archive}", *CLASS_ARCHIVE_QUIET]
     if cfg.catalog == "hive" and cfg.metastore_dir is not None:
         options["spark.hadoop.javax.jdo.option.ConnectionURL"] = derby_metastore_url(cfg.metastore_dir)
         if launched is None:  # derby.log next to the database, not in the working directory
@@ -163,7 +180,7 @@ def spark_options(
         options["spark.local.dir"] = scratch
         java_options.append(_java_property("java.io.tmpdir", scratch))
     if java_options:
-        options["spark.driver.extraJavaOptions"] = " ".join(java_options)
+        options[JAVA_OPTIONS] = " ".join(java_options)
     partitions = cfg.shuffle_partitions
     cores = local_cores(master)
     if partitions is None and cores is not None:
@@ -175,7 +192,96 @@ def spark_options(
     if DELTA_EXTENSION not in extensions:
         options["spark.sql.extensions"] = ",".join([*extensions, DELTA_EXTENSION])
     options.update({key: _conf_value(value) for key, value in cfg.conf.items()})
+    if java_options and JAVA_OPTIONS in cfg.conf and JAVA_OPTIONS not in existing:  # the config's come last
+        options[JAVA_OPTIONS] = " ".join([*java_options, _conf_value(cfg.conf[JAVA_OPTIONS])])
     return options
+
+
+def _java_binary() -> str | None:
+    """The ``java`` Spark's launcher runs (``$JAVA_HOME/bin/java``, else the one on the PATH), resolved."""
+    home = os.environ.get("JAVA_HOME")
+    found = os.path.join(home, "bin", "java") if home else shutil.which("java")
+    return os.path.realpath(found) if found and os.path.isfile(found) else None
+
+
+def class_archive(cfg: SparkSettings) -> Path | None:
+    """Where the class-data archive of a driver JVM started with ``cfg`` is kept (it may not exist
+    yet): named by the JDK and the pyspark it is valid for. None: ``class_archive_dir`` is null or
+    no ``java`` is found."""
+    java = _java_binary()
+    if cfg.class_archive_dir is None or java is None:
+        return None
+    import pyspark  # noqa: PLC0415
+
+    made = f"{java}\0{os.stat(java).st_mtime_ns}\0{pyspark.__version__}"
+    return Path(cfg.class_archive_dir) / f"spark-{hashlib.sha256(made.encode()).hexdigest()[:16]}.jsa"
+
+
+def record_classes(cfg: SparkSettings, config: str | None = None) -> Path | None:
+    """Record the class-data archive of ``cfg`` unless it exists (None: no archive is configured).
+
+    A child process (``--record-classes``, with the same ``config``) runs :func:`_class_probe`
+    in a JVM started with ``-XX:ArchiveClassesAtExit``; the archive is moved into place in one
+    step once that JVM has exited, so a JVM starting meanwhile never maps half of it.
+    """
+    archive = class_archive(cfg)
+    if archive is None or archive.is_file():
+        return archive
+    archive.parent.mkdir(parents=True, exist_ok=True)
+    partial = archive.with_name(f"{archive.name}.{os.getpid()}.part")
+    command = [sys.executable, "-m", "pipelines.session", "--record-classes", str(partial)]
+    done = subprocess.run(
+        [*command, *(["--config", config] if config else [])], capture_output=True, text=True, check=False
+    )
+    if done.returncode != 0 or not partial.is_file():
+        partial.unlink(missing_ok=True)
+        failed = f"recording the JVM's class-data archive failed (exit {done.returncode})"
+        raise RuntimeError(f"{failed}: {done.stderr[-2000:]}")
+    os.replace(partial, archive)
+    return archive
+
+
+def _record_into(cfg: SparkSettings, partial: str) -> None:
+    """The child of :func:`record_classes`: the probe in a JVM that writes ``partial`` as it exits."""
+    recording = " ".join([f"-XX:ArchiveClassesAtExit={partial}", *CLASS_ARCHIVE_QUIET[1:]])
+    given = cfg.conf.get(JAVA_OPTIONS)
+    update = {
+        "ui_enabled": False,
+        "catalog": None,
+        "metastore_dir": None,
+        "class_archive_dir": None,
+        "conf": {**cfg.conf, JAVA_OPTIONS: recording if given is None else f"{recording} {_conf_value(given)}"},
+    }
+    spark = build_spark(cfg.model_copy(update=update))
+    jvm = SparkContext._gateway.proc  # type: ignore[union-attr]
+    try:
+        _class_probe(spark)
+    finally:
+        spark.stop()
+    jvm.stdin.close()  # the JVM exits on EOF and writes the archive on its way out
+    jvm.wait(timeout=600)
+
+
+def _class_probe(spark: SparkSession) -> None:
+    """A short job through the code paths of a run: Delta create, append with a new column, MERGE,
+    DELETE and filtered reads; Arrow batches to and from Python workers; an aggregate; a checkpoint."""
+    from delta.tables import DeltaTable  # noqa: PLC0415
+
+    with tempfile.TemporaryDirectory(prefix="binlog-lakehouse-classes-") as scratch:
+        table = str(Path(scratch) / "probe")
+        rows = spark.range(64).select(
+            "id", (F.col("id") % 7).alias("k"), F.col("id").cast("string").alias("s"), F.current_timestamp().alias("t")
+        )
+        rows.write.format("delta").save(table)
+        rows.withColumn("x", F.lit(1)).write.format("delta").mode("append").option("mergeSchema", "true").save(table)
+        target = DeltaTable.forPath(spark, table)
+        merge = target.alias("a").merge(rows.withColumn("x", F.lit(2)).alias("b"), "a.id = b.id")
+        merge.whenMatchedUpdateAll().whenNotMatchedInsertAll().execute()
+        target.delete("k = 1")
+        read = spark.read.format("delta").load(table)
+        read.where("k = 3").groupBy("k").agg(F.count("*"), F.max("t")).collect()
+        read.mapInArrow(lambda batches: batches, read.schema).localCheckpoint(eager=True).count()
+        read.groupBy("k").applyInArrow(lambda group: group, read.schema).collect()
 
 
 def launcher_conf() -> dict[str, str] | None:
@@ -437,6 +543,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--config", help="YAML config (default: conf/local.yaml)")
     parser.add_argument("--warm", action="store_true", help="cache the jars and probe Delta once")
     parser.add_argument("--force", action="store_true", help="with --warm: start Spark even if cached")
+    parser.add_argument("--record-classes", metavar="ARCHIVE", help=argparse.SUPPRESS)  # record_classes' child
     parser.add_argument(
         "--jars",
         action="store_true",
@@ -456,6 +563,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ConfigError as exc:
         print(exc, file=sys.stderr)
         return 2
+    if args.record_classes:
+        _record_into(cfg, args.record_classes)
+        return 0
     if args.sql:
         return _sql(cfg, args.sql)
     if args.jars:
@@ -467,7 +577,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     jars = warm(cfg, force=args.force)
     where = {str(jar.parent) for jar in jars}
-    print(f"Delta jars ready ({len(jars)} jar(s)) in {', '.join(sorted(where))}")
+    archive = record_classes(cfg, args.config)
+    print(
+        f"Delta jars ready ({len(jars)} jar(s)) in {', '.join(sorted(where))}"
+        + ("" if archive is None else f"; JVM class-data archive {archive}")
+    )
     return 0
 
 

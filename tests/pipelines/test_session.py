@@ -21,8 +21,10 @@ from pipelines.session import (
     _forget_resolution,
     build_spark,
     cached_jar,
+    class_archive,
     local_cores,
     main,
+    record_classes,
     resolved_jars,
     run_sql,
     spark_options,
@@ -49,7 +51,7 @@ def test_local_cores_reads_the_thread_count_of_local_masters(master: str | None,
 
 
 def test_options_enable_delta_utc_and_the_delta_package_when_this_process_starts_spark() -> None:
-    cfg = SparkSettings(master="local[2]", ivy_dir="/ivy", driver_memory="2g", ui_enabled=False)
+    cfg = SparkSettings(master="local[2]", ivy_dir="/ivy", driver_memory="2g", ui_enabled=False, class_archive_dir=None)
     assert spark_options(cfg) == {
         "spark.master": "local[2]",
         "spark.jars.packages": DELTA,
@@ -163,7 +165,12 @@ def test_under_a_launcher_that_already_enables_delta_the_extension_is_not_repeat
 
 
 def test_hive_catalog_with_a_metastore_dir_uses_an_embedded_derby_database_there() -> None:
-    cfg = SparkSettings(catalog="hive", metastore_dir="/data/lake/_metastore", warehouse_dir="/data/lake/_warehouse")
+    cfg = SparkSettings(
+        catalog="hive",
+        metastore_dir="/data/lake/_metastore",
+        warehouse_dir="/data/lake/_warehouse",
+        class_archive_dir=None,
+    )
     options = spark_options(cfg)
     assert {key: value for key, value in options.items() if "catalogImpl" in key or "derby" in value} == {
         "spark.sql.catalogImplementation": "hive",
@@ -176,14 +183,40 @@ def test_hive_catalog_with_a_metastore_dir_uses_an_embedded_derby_database_there
 
 
 def test_a_metastore_dir_with_blanks_is_quoted_for_the_driver_java_options() -> None:
-    options = spark_options(SparkSettings(catalog="hive", metastore_dir="/data/my lake/_metastore"))
+    cfg = SparkSettings(catalog="hive", metastore_dir="/data/my lake/_metastore", class_archive_dir=None)
+    options = spark_options(cfg)
     assert options["spark.driver.extraJavaOptions"] == '-Dderby.system.home="/data/my lake/_metastore"'
 
 
 def test_hive_catalog_without_a_metastore_dir_leaves_the_metastore_to_hive_site_xml() -> None:
-    options = spark_options(SparkSettings(master=None, catalog="hive"))
+    options = spark_options(SparkSettings(master=None, catalog="hive", class_archive_dir=None))
     assert options["spark.sql.catalogImplementation"] == "hive"
     assert not [key for key in options if "javax.jdo" in key or "extraJavaOptions" in key]
+
+
+def test_a_recorded_class_data_archive_is_mapped_by_the_jvm_this_process_starts(tmp_path: Path) -> None:
+    cfg = SparkSettings(class_archive_dir=str(tmp_path), conf={"spark.driver.extraJavaOptions": "-Dmine=1"})
+    archive = class_archive(cfg)
+    assert archive is not None and archive.parent == tmp_path
+    assert spark_options(cfg)["spark.driver.extraJavaOptions"] == "-Dmine=1"  # none recorded yet
+    archive.write_bytes(b"")
+    assert spark_options(cfg)["spark.driver.extraJavaOptions"] == (
+        f"-XX:SharedArchiveFile={archive} -Xshare:auto -Xlog:cds=off -Xlog:cds+dynamic=off -Dmine=1"
+    )
+    launched = {"spark.master": "local[2]"}  # a JVM started by a launcher: its options are its own
+    assert spark_options(cfg, launched)["spark.driver.extraJavaOptions"] == "-Dmine=1"
+    assert class_archive(cfg.model_copy(update={"class_archive_dir": None})) is None
+
+
+@pytest.mark.slow
+def test_recording_the_class_data_archive_writes_the_classes_a_short_spark_job_loads(tmp_path: Path) -> None:
+    cfg = SparkSettings(master="local[1]", class_archive_dir=str(tmp_path / "jvm"))
+    archive = record_classes(cfg)
+    assert archive == class_archive(cfg)
+    assert archive is not None and archive.stat().st_size > 50 * 2**20  # Spark's, Scala's, Delta's classes
+    assert [path.name for path in archive.parent.iterdir()] == [archive.name]  # nothing half-written left
+    recorded = archive.stat().st_mtime_ns
+    assert record_classes(cfg) == archive and archive.stat().st_mtime_ns == recorded  # recorded once only
 
 
 def test_null_catalog_leaves_the_catalog_implementation_to_spark() -> None:
