@@ -245,7 +245,8 @@ def _record_into(cfg: SparkSettings, partial: str) -> None:
     """The child of :func:`record_classes`: the probe in a JVM that writes ``partial`` as it exits."""
     recording = " ".join([f"-XX:ArchiveClassesAtExit={partial}", *CLASS_ARCHIVE_QUIET[1:]])
     given = cfg.conf.get(JAVA_OPTIONS)
-    update = {
+    update = {  # on this machine, whatever master the config names: the driver JVM is what is recorded
+        "master": "local[2]",
         "ui_enabled": False,
         "catalog": None,
         "metastore_dir": None,
