@@ -70,6 +70,7 @@ from pyspark.sql.types import (
 
 from binlog_core.charsets import BINARY_COLLATION
 from binlog_core.constants import ColumnType
+from binlog_core.names import DECLARED_TYPES
 from binlog_core.table_map import BLOB_COMPRESSED, VARCHAR_COMPRESSED, Column
 
 MAX_DECIMAL_PRECISION = 38
@@ -174,60 +175,16 @@ def column_kind(column: Column) -> str:
 
 
 _DDL_TYPES: dict[str, int] = {
-    "tinyint": ColumnType.TINY,
-    "bool": ColumnType.TINY,
-    "boolean": ColumnType.TINY,
-    "smallint": ColumnType.SHORT,
-    "mediumint": ColumnType.INT24,
-    "int": ColumnType.LONG,
-    "integer": ColumnType.LONG,
-    "bigint": ColumnType.LONGLONG,
-    "decimal": ColumnType.NEWDECIMAL,
-    "numeric": ColumnType.NEWDECIMAL,
+    **{name: min(wire) for name, wire in DECLARED_TYPES.items()},  # any of them: column_kind maps them alike
+    "json": ColumnType.JSON,
     "dec": ColumnType.NEWDECIMAL,
     "fixed": ColumnType.NEWDECIMAL,
-    "float": ColumnType.FLOAT,
-    "double": ColumnType.DOUBLE,
-    "real": ColumnType.DOUBLE,
-    "date": ColumnType.DATE,
-    "datetime": ColumnType.DATETIME2,
-    "timestamp": ColumnType.TIMESTAMP2,
-    "time": ColumnType.TIME2,
-    "year": ColumnType.YEAR,
-    "bit": ColumnType.BIT,
-    "enum": ColumnType.ENUM,
-    "set": ColumnType.SET,
-    "json": ColumnType.JSON,
-    "char": ColumnType.STRING,
-    "varchar": ColumnType.VARCHAR,
-    "tinytext": ColumnType.TINY_BLOB,
-    "text": ColumnType.BLOB,
-    "mediumtext": ColumnType.MEDIUM_BLOB,
-    "longtext": ColumnType.LONG_BLOB,
-    "binary": ColumnType.STRING,
-    "varbinary": ColumnType.VARCHAR,
-    "tinyblob": ColumnType.TINY_BLOB,
-    "blob": ColumnType.BLOB,
-    "mediumblob": ColumnType.MEDIUM_BLOB,
-    "longblob": ColumnType.LONG_BLOB,
-    **dict.fromkeys(
-        (
-            "geometry",
-            "point",
-            "linestring",
-            "polygon",
-            "multipoint",
-            "multilinestring",
-            "multipolygon",
-            "geometrycollection",
-        ),
-        ColumnType.GEOMETRY,
-    ),
     "vector": ColumnType.VECTOR,
     **dict.fromkeys(("inet4", "inet6", "uuid"), ColumnType.STRING),  # MariaDB logs them as BINARY(n)
 }
-"""The wire type a column of each DDL type name is logged with (``column_kind`` maps it). JSON is
-MySQL's; MariaDB logs its JSON as LONGTEXT (``text:string``): the same Spark type."""
+"""A wire type a column of each DDL type name is logged with (``column_kind`` maps it): the names
+:data:`binlog_core.names.DECLARED_TYPES` knows, and a few more. JSON is MySQL's; MariaDB logs its
+JSON as LONGTEXT (``text:string``): the same Spark type."""
 _BINARY_DDL_TYPES = frozenset(
     {"binary", "varbinary", "tinyblob", "blob", "mediumblob", "longblob", "inet4", "inet6", "uuid"}
 )
