@@ -46,7 +46,7 @@ import os
 import pickle
 import tempfile
 from collections import deque
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, BinaryIO, NamedTuple
@@ -349,16 +349,33 @@ class HeldRows:
         self.tail_bytes = 0
         self.objects: dict[int, object] = {}
 
-    def add(self, held: _Held) -> Iterator[EventRow]:
-        """Hold ``held`` and yield every row now complete, oldest first."""
-        if not self.head and not self.segments and not self.tail and _ready(held):
-            yield _row(held)
-            return
+    def add(self, held: _Held) -> Iterable[EventRow]:
+        """Hold ``held`` and return every row now complete, oldest first."""
+        if self.head or self.segments:
+            self._hold(held)
+            return self.ready()  # read back from disk lazily
+        if not self.tail and _ready(held):
+            return (_row(held),)
+        if self._hold(held):
+            return self.ready()
+        tail = self.tail
+        if not _ready(tail[0]):
+            return ()
+        done = []
+        while tail and _ready(tail[0]):
+            first = tail.popleft()
+            self.tail_bytes -= len(first[3])
+            done.append(_row(first))
+        return done
+
+    def _hold(self, held: _Held) -> bool:
+        """Queue ``held`` at the tail; True when that spilled the tail to disk."""
         self.tail.append(held)
         self.tail_bytes += len(held[3])
         if self.tail_bytes > self.spill_bytes:
             self._spill()
-        yield from self.ready()
+            return True
+        return False
 
     def ready(self) -> Iterator[EventRow]:
         """Every row complete at the front of the queue, oldest first."""
@@ -610,6 +627,7 @@ class _Walk:
                     else:
                         s.unmapped_rows_events += 1
                 body = ev.body
+                type_name = ev.type_name
                 fixed = (
                     s.file,
                     s.file_name,
@@ -617,7 +635,7 @@ class _Walk:
                     ev.inner_index,
                     header.timestamp,
                     type_code,
-                    ev.type_name,
+                    type_name,
                     header.server_id,
                     header.event_size,
                     header.log_pos,
@@ -636,7 +654,7 @@ class _Walk:
                 yield from held.add((fixed, trx, own, body, EVENT_CLASS.get(type_code, "other")))
                 for problem in problems:
                     yield self._problem(quarantine_row(s.file, s.file_name, problem, body))
-                self._count(ev, expected)
+                self._count(ev, expected, type_name)
                 if ev.inner_index is None:
                     expected = ev.offset + header.event_size
                     if ev.offset == MAGIC_LEN:
@@ -665,7 +683,7 @@ class _Walk:
         self.s.problems[key] = self.s.problems.get(key, 0) + 1
         return row
 
-    def _count(self, ev: Event, expected: int) -> None:
+    def _count(self, ev: Event, expected: int, type_name: str) -> None:
         s = self.s
         s.event_count += 1
         ts = ev.header.timestamp
@@ -674,7 +692,7 @@ class _Walk:
                 s.first_timestamp = ts
             if s.last_timestamp is None or ts > s.last_timestamp:
                 s.last_timestamp = ts
-        if ev.type_name.startswith("UNKNOWN_"):
+        if type_name.startswith("UNKNOWN_"):
             s.unknown_events += 1
         if ev.inner_index is None and ev.offset != expected:
             s.offset_gaps += 1

@@ -45,7 +45,14 @@ from pipelines.quality.rules import FIRST_OFFSETS
 from pipelines.silver.ddl import DdlResult, SchemaRegistry, parse_seed
 from pipelines.silver.decode import Descriptions, query_rows, table_map_rows
 from pipelines.silver.history import event_key, replay_history
-from pipelines.silver.transforms import lifecycle, map_history_columns, quarantine_of, resolve_columns, trusted
+from pipelines.silver.transforms import (
+    RESOLVED,
+    lifecycle,
+    map_history_columns,
+    quarantine_of,
+    resolve_columns,
+    trusted,
+)
 from pipelines.stage import Built, Context
 from pipelines.storage import Write
 from pipelines.tables import (
@@ -76,15 +83,7 @@ def _nullable(fields: list[StructField]) -> StructType:
     return StructType([StructField(f.name, f.dataType, True) for f in fields])
 
 
-RESOLVED_LATER = (
-    "server",
-    "run_id",
-    "resolved_columns",
-    "resolved_column_names",
-    "names_source",
-    "history_version",
-    "plan_key",
-)
+RESOLVED_LATER = ("server", "run_id", *RESOLVED)
 """``table_maps`` columns the decode leaves out: filled once the schema history is known."""
 
 MAPS_OUT = _nullable([f for f in TABLE_MAPS.schema.fields if f.name not in RESOLVED_LATER] + _ERRORS)
@@ -412,7 +411,7 @@ class SilverStage:
         return (
             ctx.lake.read(TABLE_MAPS)
             .where(file_predicate(rebuilt))
-            .drop("resolved_columns", "resolved_column_names", "names_source", "history_version", "plan_key")
+            .drop(*RESOLVED)
             .join(F.broadcast(self._sequences(ctx, servers)), "file")
             .transform(resolve_columns(history))
             .withColumn("run_id", F.lit(ctx.run_id))

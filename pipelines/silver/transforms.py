@@ -103,6 +103,10 @@ def resolve_columns(history: DataFrame) -> Callable[[DataFrame], DataFrame]:
 
     ``table_maps`` has ``server``, ``sequence`` (its file's) and ``shape_key`` (from the decode);
     ``history``: ``schema_history`` rows of the maps' servers.
+
+    Each map only looks up which version is in force at its position (a key); the columns are
+    resolved once per distinct ``(shape_key, version)`` -- a binlog repeats a few shapes many
+    times, and a shape fixes the map's columns, names and key -- and attached by that pair.
     """
     versions = history.select(
         F.col("server").alias("h_server"),
@@ -115,6 +119,10 @@ def resolve_columns(history: DataFrame) -> Callable[[DataFrame], DataFrame]:
             F.col("valid_to_file").isNotNull(),
             _position("valid_to_sequence", "valid_to_file", "valid_to_offset", "valid_to_inner_index"),
         ).alias("h_to"),
+        F.concat_ws("\u0000", "server", "schema_name", "table_name", F.col("version").cast("string")).alias("h_key"),
+    )
+    contents = history.select(
+        F.concat_ws("\u0000", "server", "schema_name", "table_name", F.col("version").cast("string")).alias("h_key"),
         F.col("columns").alias("h_columns"),
         F.col("source").alias("h_source"),
         F.col("version").alias("h_version"),
@@ -122,29 +130,47 @@ def resolve_columns(history: DataFrame) -> Callable[[DataFrame], DataFrame]:
 
     def transform(table_maps: DataFrame) -> DataFrame:
         here = _position("sequence", "file", "offset", "inner_index")
-        placed = table_maps.withColumn("_here", here).join(
-            F.broadcast(versions),
-            (F.col("server") == F.col("h_server"))
-            & (F.lower("schema_name") == F.col("h_schema"))
-            & (F.lower("table_name") == F.col("h_table"))
-            & (F.col("h_from") <= F.col("_here"))
-            & (F.col("h_to").isNull() | (F.col("_here") < F.col("h_to"))),
-            "left",
+        placed = (
+            table_maps.withColumn("_here", here)
+            .join(
+                F.broadcast(versions),
+                (F.col("server") == F.col("h_server"))
+                & (F.lower("schema_name") == F.col("h_schema"))
+                & (F.lower("table_name") == F.col("h_table"))
+                & (F.col("h_from") <= F.col("_here"))
+                & (F.col("h_to").isNull() | (F.col("_here") < F.col("h_to"))),
+                "left",
+            )
+            .withColumn("_version", F.coalesce("h_key", F.lit("")))
+            .drop("_here", *versions.columns)
+        )
+        shapes = (
+            placed.groupBy(F.col("shape_key").alias("_shape"), F.col("_version").alias("_in_force"))
+            .agg(*(F.first(name).alias(name) for name in ("columns", "column_names", "primary_key", "column_count")))
+            .join(F.broadcast(contents), F.col("_in_force") == F.col("h_key"), "left")
         )
         own = F.col("column_names").isNotNull()
         usable = F.col("h_columns").isNotNull() & (F.size("h_columns") == F.col("column_count"))
-        resolved = F.when(own, map_history_columns()).when(usable, F.col("h_columns"))
-        plan = F.sha2(F.concat(F.col("shape_key"), F.coalesce(F.to_json("resolved_columns"), F.lit(""))), 256)
-        return (
-            placed.withColumn("resolved_columns", resolved)
+        plan = F.sha2(F.concat(F.col("_shape"), F.coalesce(F.to_json("resolved_columns"), F.lit(""))), 256)
+        resolved = (
+            shapes.withColumn("resolved_columns", F.when(own, map_history_columns()).when(usable, F.col("h_columns")))
             .withColumn("resolved_column_names", F.transform("resolved_columns", lambda c: c["name"]))
             .withColumn("names_source", F.when(own, F.lit("table_map")).when(usable, F.col("h_source")))
             .withColumn("history_version", F.when(~own & usable, F.col("h_version")))
             .withColumn("plan_key", F.substring(plan, 1, 32))
-            .drop("_here", *versions.columns)
+            .select("_shape", "_in_force", *RESOLVED)
         )
+        return placed.join(
+            F.broadcast(resolved),
+            F.col("shape_key").eqNullSafe(F.col("_shape")) & (F.col("_version") == F.col("_in_force")),
+            "left",
+        ).drop("_version", "_shape", "_in_force")
 
     return transform
+
+
+RESOLVED = ("resolved_columns", "resolved_column_names", "names_source", "history_version", "plan_key")
+"""The ``table_maps`` columns :func:`resolve_columns` adds."""
 
 
 def quarantine_of(decoded: DataFrame, run_id: str) -> DataFrame:
@@ -167,6 +193,7 @@ def quarantine_of(decoded: DataFrame, run_id: str) -> DataFrame:
 
 
 __all__ = [
+    "RESOLVED",
     "inner_key",
     "lifecycle",
     "map_history_columns",

@@ -103,10 +103,12 @@ def _map(
     table: str,
     count: int,
     names: list[str] | None = None,
-    shape_key: str = "k",
+    shape_key: str | None = None,
     server: str = S1,
     primary_key: tuple[int, ...] = (),
 ) -> tuple[Any, ...]:
+    """A decoded map; its shape key, unless given, from what a body fixes (table, columns, names, key)."""
+    shape_key = shape_key or f"{table}/{count}/{names}/{primary_key}"
     columns = [(i + 1, n, "int unsigned", True, None, None) for i, n in enumerate(names or [None] * count)]
     key = list(primary_key)
     return (server, SEQUENCE[file], file, offset, None, "shop", table, count, names, columns, key, shape_key)
@@ -218,7 +220,7 @@ def test_plan_keys_are_equal_exactly_when_shape_and_resolved_columns_are(spark: 
         _map(A, 400, "u", 2, shape_key="su"),  # (p, r): another plan
         _map(B, 50, "u", 2, shape_key="su"),  # (p, r) in the next file, another table id: the same plan
         _map(A, 250, "u", 2, shape_key="su2"),  # (p, q) but another shape: another plan
-        _map(B, 60, "u", 2, ["p", "r"], shape_key="su"),  # own names: types differ from the history's
+        _map(B, 60, "u", 2, ["p", "r"], shape_key="su-named"),  # own names: types differ from the history's
     ]
     out = frame(spark, maps, MAPS).transform(resolve_columns(history)).collect()
     plan = {(r.file, r.offset): r.plan_key for r in out}
