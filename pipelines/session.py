@@ -55,6 +55,8 @@ __all__ = [
     "LAUNCH_SETTINGS",
     "MALLOC_ARENA_MAX",
     "RESOLVED",
+    "ROW_GROUP_BYTES",
+    "SESSION_SETTINGS",
     "build_spark",
     "cached_jar",
     "class_archive",
@@ -88,6 +90,15 @@ JAVA_OPTIONS = "spark.driver.extraJavaOptions"
 
 MALLOC_ARENA_MAX = "2"
 """glibc malloc arenas of a JVM this process starts, unless the environment already sets it."""
+
+ROW_GROUP_BYTES = 32 << 20
+"""Parquet row-group size of the files the session writes (``parquet.block.size``; Parquet's own
+default is 128 MiB). Spark splits a scan at row groups only: with smaller groups the events of one
+large binlog, which one framing task wrote, are read back by as many tasks as there are cores
+(silver's and gold's decodes, gold's writes), instead of by one."""
+
+SESSION_SETTINGS = {"parquet.block.size": str(ROW_GROUP_BYTES)}
+"""Settings of the session itself (not of its launch), set once it runs unless ``conf`` gives them."""
 
 _LOCAL_MASTER = re.compile(r"^local(?:\[(?P<cores>\*|[1-9][0-9]*)(?:,[0-9]+)?\])?$")
 
@@ -331,6 +342,9 @@ def build_spark(cfg: SparkSettings, *, scratch: str | None = None, log_file: str
     with _output_to(log_file if launched is None else None):
         spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel(cfg.log_level)
+    for key, value in SESSION_SETTINGS.items():
+        if key not in cfg.conf:
+            spark.conf.set(key, value)
     return spark
 
 

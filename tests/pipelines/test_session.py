@@ -7,8 +7,10 @@ import os
 import sys
 from pathlib import Path
 
+import pyarrow.parquet as pq
 import pytest
 from pyspark.sql import Row, SparkSession
+from pyspark.sql import functions as F
 
 from conf import SparkSettings
 from pipelines.session import (
@@ -18,6 +20,7 @@ from pipelines.session import (
     LAUNCH_SETTINGS,
     MALLOC_ARENA_MAX,
     RESOLVED,
+    ROW_GROUP_BYTES,
     _forget_resolution,
     build_spark,
     cached_jar,
@@ -330,6 +333,24 @@ def test_the_jvm_started_here_runs_with_a_bounded_number_of_malloc_arenas(spark:
         entry.split(b"=", 1) for entry in Path(f"/proc/{jvm_pid}/environ").read_bytes().split(b"\0") if b"=" in entry
     )
     assert jvm_env.get(b"MALLOC_ARENA_MAX") == os.environ.get("MALLOC_ARENA_MAX", MALLOC_ARENA_MAX).encode()
+
+
+@pytest.mark.spark
+def test_a_large_table_the_session_writes_is_read_back_by_more_than_one_task(
+    spark: SparkSession, tmp_path: Path
+) -> None:
+    table = str(tmp_path / "large")
+    # 1200 rows of 40 KiB of hex digits: one task writes about 48 MiB, more than one row group holds
+    digits = "concat_ws('', transform(sequence(1, 640), i -> sha2(cast(id * 1000 + i AS STRING), 256)))"
+    spark.range(1200).coalesce(1).select("id", F.expr(digits).alias("text")).write.format("delta").save(table)
+
+    files = list(Path(table).glob("*.parquet"))
+    groups = sum(pq.ParquetFile(f).metadata.num_row_groups for f in files)
+    tasks = spark.read.format("delta").load(table).rdd.glom().map(len).collect()
+
+    assert spark.conf.get("parquet.block.size") == str(ROW_GROUP_BYTES)
+    assert len(files) == 1 and groups >= 2
+    assert len([n for n in tasks if n]) >= 2 and sum(tasks) == 1200
 
 
 @pytest.mark.spark
