@@ -108,6 +108,7 @@ def resolve_columns(history: DataFrame) -> Callable[[DataFrame], DataFrame]:
     resolved once per distinct ``(shape_key, version)`` -- a binlog repeats a few shapes many
     times, and a shape fixes the map's columns, names and key -- and attached by that pair.
     """
+    version_key = F.concat_ws("\u0000", "server", "schema_name", "table_name", F.col("version").cast("string"))
     versions = history.select(
         F.col("server").alias("h_server"),
         F.lower("schema_name").alias("h_schema"),
@@ -119,10 +120,10 @@ def resolve_columns(history: DataFrame) -> Callable[[DataFrame], DataFrame]:
             F.col("valid_to_file").isNotNull(),
             _position("valid_to_sequence", "valid_to_file", "valid_to_offset", "valid_to_inner_index"),
         ).alias("h_to"),
-        F.concat_ws("\u0000", "server", "schema_name", "table_name", F.col("version").cast("string")).alias("h_key"),
+        version_key.alias("h_key"),
     )
     contents = history.select(
-        F.concat_ws("\u0000", "server", "schema_name", "table_name", F.col("version").cast("string")).alias("h_key"),
+        version_key.alias("h_key"),
         F.col("columns").alias("h_columns"),
         F.col("source").alias("h_source"),
         F.col("version").alias("h_version"),
