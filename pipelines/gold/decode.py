@@ -34,6 +34,7 @@ from pyspark.sql.pandas.types import to_arrow_schema
 from pyspark.sql.types import (
     ArrayType,
     BinaryType,
+    BooleanType,
     IntegerType,
     LongType,
     StringType,
@@ -110,9 +111,16 @@ COMMON = StructType(
         StructField("path", _STR, True),
         StructField("message", _STR, True),
         StructField("problem_body", BinaryType(), True),
+        StructField("event_first", BooleanType(), False),  # the first output row of its rows event
+        StructField("null_key", BooleanType(), True),  # inserts with a key: whether it leaves one NULL
     ]
 )
-"""The columns every decoded row has (``t<i>`` typed image columns follow)."""
+"""The columns every decoded row has (``t<i>`` typed image columns follow).
+
+``event_first`` and ``null_key`` are what the gold gate counts, known while decoding: the rows
+events accounted for (one ``event_first`` row each, change or problem), and for an insert whose
+TABLE_MAP carries a primary key, whether its after image holds NULL in a key column (a column
+absent from the image is not NULL); null for every other row."""
 
 
 def decoded_schema(images: Sequence[StructType]) -> StructType:
@@ -311,7 +319,7 @@ class _Rows:
 
 
 CHANGE_FIELDS = ("row_index", "op", "before", "after", "absent_before", "absent_after", "undecoded_before",
-                 "undecoded_after", "table_id")  # fmt: skip
+                 "undecoded_after", "table_id", "event_first", "null_key")  # fmt: skip
 """The per-change output columns :meth:`GoldDecoder.decode_batch` fills, in its tuples' order."""
 
 
@@ -410,6 +418,7 @@ class GoldDecoder:
             else:
                 rows = out.setdefault(ready.table, _Rows())
                 op, table, names, text = header.kind.op, header.table_id, ready.names, ready.json.text
+                key_columns = ready.table_map.primary_key if op == "insert" else ()
                 for index, (before, after) in enumerate(pairs):
                     rows.events.append(i)
                     rows.changes.append(
@@ -423,6 +432,8 @@ class GoldDecoder:
                             _undecoded(before, names),
                             _undecoded(after, names),
                             table,
+                            index == 0,
+                            _null_key(after, key_columns) if key_columns else None,
                         )
                     )
                     rows.plans.append(ready.ordinal)
@@ -431,7 +442,7 @@ class GoldDecoder:
             if problems:
                 bad = out.setdefault(-1, _Rows())
                 name = event_type_name(type_code)
-                for problem in problems:
+                for n, problem in enumerate(problems):
                     bad.add(
                         i,
                         code=problem.code,
@@ -440,6 +451,7 @@ class GoldDecoder:
                         message=problem.message,
                         problem_body=body if problem.severity == "error" else None,
                         table_id=table_id,
+                        event_first=n == 0 and not pairs,
                     )
         for table, rows in sorted(out.items()):
             yield self._batch(batch, table, rows)
@@ -539,6 +551,13 @@ def _typed(image: Row | None, ready: _Ready) -> list[Any] | None:
             if raw is not None:
                 values[raw] = kept
     return values
+
+
+def _null_key(image: Row | None, keys: Sequence[int]) -> bool | None:
+    """Whether an insert's after image holds NULL in a key column (None: no image to check)."""
+    if image is None:
+        return None
+    return any(k < len(image) and image[k] is None for k in keys)
 
 
 def _absent(image: Row | None, names: list[str]) -> list[str] | None:

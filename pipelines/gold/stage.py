@@ -39,10 +39,9 @@ from pipelines.gold.transforms import (
     TableLayout,
     changes_of,
     decode_rows_events,
-    file_facts,
+    facts_of,
     problems_of,
     rows_input,
-    table_facts,
     table_layout,
     typed_of,
     with_row_counts,
@@ -123,8 +122,6 @@ class _PlanInfo:
     table: str
     names: list[str]
     kinds: list[str]
-    key_columns: tuple[str, ...] = ()
-    """The primary key the TABLE_MAP carries (binlog_row_metadata=FULL), by column name; () when none."""
 
 
 @dataclass(frozen=True)
@@ -178,6 +175,10 @@ GOLD_FILE_FACTS = [
     "commits_before_event_at",
 ]
 """The gold gate's facts per file (``<name>_at``: first offending offsets)."""
+
+_SUMMED = ("wrong", "accounted", "unknown", "problems", "early")
+_FIRST = ("wrong_at", "unknown_at", "early_at")
+"""The per-file sums and first offsets :func:`facts_of` gives per file, table id and gold table."""
 
 GOLD_TABLE_FACTS = ["file", "gold_table", "null_key_inserts", "null_key_inserts_at"]
 """The gold gate's facts per file and gold table (``null_key_inserts`` null: no insert with a key to check)."""
@@ -279,7 +280,7 @@ class GoldStage:
             name: (specs[name], decoded.transform(typed_of(i, specs[name], ctx.run_id))) for i, name in enumerate(names)
         }
         out.quarantine = decoded.transform(problems_of(ctx.run_id))
-        self._facts(ctx, out, decoded, pending, {key: info.key_columns for key, info in infos.items()})
+        self._facts(ctx, out, decoded, pending)
         return out
 
     def _plans(self, ctx: Context, files: list[str]) -> tuple[list[_Usage], dict[str, _PlanInfo]]:
@@ -319,7 +320,6 @@ class GoldStage:
                     gold_table_name(table_map.schema, table_map.table),
                     [c.display_name for c in table_map.columns],
                     [column_kind(c) for c in table_map.columns],
-                    tuple(table_map.columns[i].display_name for i in table_map.primary_key),
                 )
             usages.append(
                 _Usage(
@@ -398,17 +398,21 @@ class GoldStage:
         out: GoldOutput,
         decoded: DataFrame,
         pending: list[str],
-        keys: dict[str, tuple[str, ...]],
     ) -> None:
         files = ctx.state.files()
         counted: dict[str, dict[str, int]] = defaultdict(dict)
-        wrong: dict[str, tuple[int, list[int]]] = defaultdict(lambda: (0, []))
         ids: dict[tuple[str, int], int] = defaultdict(int)
         keyed: dict[tuple[str, str], tuple[int, int, list[int]]] = defaultdict(lambda: (0, 0, []))
-        for row in decoded.transform(table_facts(keys)).collect():
+        per_file: dict[str, dict[str, Any]] = {}
+        for row in decoded.transform(facts_of).collect():
+            total = per_file.setdefault(row.file, dict.fromkeys(_SUMMED, 0) | {name: [] for name in _FIRST})
+            for name in _SUMMED:
+                total[name] += int(row[name] or 0)
+            for name in _FIRST:
+                total[name] = sorted({*total[name], *row[name]})[:FIRST_OFFSETS]
+            if row.gold_table is None:
+                continue
             counted[row.file][row.gold_table] = counted[row.file].get(row.gold_table, 0) + int(row.n)
-            n, at = wrong[row.file]
-            wrong[row.file] = (n + int(row.wrong or 0), sorted({*at, *row.wrong_at})[:FIRST_OFFSETS])
             ids[(row.file, row.table_id)] += int(row.n)
             checked, nulls, at = keyed[(row.file, row.gold_table)]
             keyed[(row.file, row.gold_table)] = (
@@ -416,13 +420,12 @@ class GoldStage:
                 nulls + int(row.null_keys or 0),
                 sorted({*at, *row.null_key_at})[:FIRST_OFFSETS],
             )
-        accounted = {row.file: row for row in decoded.transform(file_facts).collect()}
-        lost = {f: _rows_events(files[f]) - (int(accounted[f].accounted) if f in accounted else 0) for f in pending}
+        lost = {f: _rows_events(files[f]) - per_file.get(f, {}).get("accounted", 0) for f in pending}
         lost_at = _lost_at(ctx, decoded, [f for f, n in lost.items() if n > 0]) if any(lost.values()) else {}
 
         def of(f: str, name: str) -> Any:
-            row = accounted.get(f)
-            value = None if row is None else row[name]
+            total = per_file.get(f)
+            value = None if total is None else total[name]
             return [int(o) for o in value or []] if name.endswith("_at") else int(value or 0)
 
         out.facts = {
@@ -431,11 +434,11 @@ class GoldStage:
                     {
                         "file": f,
                         "unreconciled_rows_events": lost[f],
-                        "op_image_mismatches": wrong[f][0],
+                        "op_image_mismatches": of(f, "wrong"),
                         "unknown_table_events": of(f, "unknown"),
                         "commits_before_event": of(f, "early"),
                         "unreconciled_rows_events_at": lost_at.get(f, []),
-                        "op_image_mismatches_at": [int(o) for o in wrong[f][1]],
+                        "op_image_mismatches_at": of(f, "wrong_at"),
                         "unknown_table_events_at": of(f, "unknown_at"),
                         "commits_before_event_at": of(f, "early_at"),
                     }

@@ -28,12 +28,12 @@ The decode (:mod:`pipelines.gold.decode`) fills the structs straight from the de
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
-from pyspark.sql.types import DataType, MapType, StringType, StructField, StructType
+from pyspark.sql.types import DataType, StructField, StructType
 
 from binlog_core.columns import DecodeOptions
 from pipelines.gold.decode import ROWS_INPUT, Plan, decode_partition, decoded_schema
@@ -133,60 +133,30 @@ def wrong_op() -> Column:
     )
 
 
-def key_checks(keys: Mapping[str, Sequence[str]]) -> tuple[Column, Column]:
-    """``(checked, null_key)`` of a decoded change: an insert whose plan's TABLE_MAP carries a primary
-    key (``keys``: plan key -> key column names), and one whose after image holds one of those
-    columns with a NULL value (a column absent from the image is not NULL)."""
-    keyed = {plan: list(names) for plan, names in keys.items() if names}
-    insert = (F.col("kind") == "change") & (F.col("op") == "insert")
-    if not keyed:
-        return F.lit(False), F.lit(False)
-    table = F.create_map(
-        *[part for plan, names in keyed.items() for part in (F.lit(plan), F.array(*map(F.lit, names)))]
-    )
-    names = F.try_element_at(table, F.col("plan_key"))
-    after = F.from_json("after", MapType(StringType(), StringType()).simpleString())
-    absent = F.coalesce(F.col("absent_after"), F.array().cast("array<string>"))
-    checked = insert & names.isNotNull() & after.isNotNull()
-    null_key = F.exists(names, lambda name: ~F.array_contains(absent, name) & F.try_element_at(after, name).isNull())
-    return F.coalesce(checked, F.lit(False)), F.coalesce(checked & null_key, F.lit(False))
-
-
-def table_facts(keys: Mapping[str, Sequence[str]]) -> Callable[[DataFrame], DataFrame]:
-    """``decoded -> `` per file, table id and gold table (changes only): ``n`` row changes; ``wrong``
-    changes whose images contradict their op (:func:`wrong_op`), ``wrong_at``; ``checked`` inserts
-    with a key and ``null_keys`` leaving it NULL (:func:`key_checks`), ``null_key_at`` (first offsets)."""
-
-    def transform(decoded: DataFrame) -> DataFrame:
-        checked, null_key = key_checks(keys)
-        return (
-            decoded.where(F.col("kind") == "change")
-            .groupBy("file", "table_id", "gold_table")
-            .agg(
-                F.count(F.lit(1)).alias("n"),
-                F.sum(wrong_op().cast("int")).alias("wrong"),
-                _first(wrong_op()).alias("wrong_at"),
-                F.sum(checked.cast("int")).alias("checked"),
-                F.sum(null_key.cast("int")).alias("null_keys"),
-                _first(null_key).alias("null_key_at"),
-            )
-        )
-
-    return transform
-
-
-def file_facts(decoded: DataFrame) -> DataFrame:
-    """``decoded -> `` per file: ``accounted`` rows events (decoded or quarantined), ``unknown`` ones
-    lost to a table id without a map (``unknown_at``), ``problems``, and ``early`` rows events whose
-    transaction commits before the event's own time (``early_at``: first offsets)."""
+def facts_of(decoded: DataFrame) -> DataFrame:
+    """``decoded -> `` the gold gate's counts in one pass, per file, table id and gold table (null
+    for problems): ``n`` row changes; ``wrong`` changes whose images contradict their op
+    (:func:`wrong_op`); ``checked`` inserts with a key and ``null_keys`` leaving it NULL (the
+    decode's ``null_key``); ``accounted`` rows events (decoded or quarantined: ``event_first``);
+    ``unknown`` ones lost to a table id without a map; ``problems``; ``early`` rows events whose
+    transaction commits before the event's own time.  ``<name>_at``: first offsets of each."""
+    change = F.col("kind") == "change"
+    wrong = change & wrong_op()
     unknown = (F.col("kind") == "problem") & (F.col("code") == "UNKNOWN_TABLE_ID")
-    early = (F.col("kind") == "change") & (F.col("commit_timestamp") < F.col("event_timestamp"))
-    return decoded.groupBy("file").agg(
-        F.countDistinct("offset", F.coalesce("inner_index", F.lit(-1))).alias("accounted"),
+    early = change & (F.col("commit_timestamp") < F.col("event_timestamp"))
+    null_key = F.coalesce(F.col("null_key"), F.lit(False))
+    return decoded.groupBy("file", "table_id", "gold_table").agg(
+        F.sum(change.cast("int")).alias("n"),
+        F.sum(wrong.cast("int")).alias("wrong"),
+        _first(wrong).alias("wrong_at"),
+        F.count("null_key").alias("checked"),
+        F.sum(null_key.cast("int")).alias("null_keys"),
+        _first(null_key).alias("null_key_at"),
+        F.sum(F.col("event_first").cast("int")).alias("accounted"),
         F.sum(unknown.cast("int")).alias("unknown"),
         _first(unknown).alias("unknown_at"),
         F.sum((F.col("kind") == "problem").cast("int")).alias("problems"),
-        F.size(F.collect_set(F.when(early, F.col("offset")))).alias("early"),
+        F.sum((early & F.col("event_first")).cast("int")).alias("early"),
         _first(early).alias("early_at"),
     )
 

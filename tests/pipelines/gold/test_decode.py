@@ -19,10 +19,11 @@ import pyarrow as pa
 import pytest
 from pyspark.sql.types import StructType, TimestampNTZType, TimestampType
 
+from binlog_core.columns import ABSENT
 from binlog_core.decoder import decode_file
 from binlog_core.render import render_change
 from pipelines.bronze.discover import sequence_of
-from pipelines.gold.decode import CONVERTERS, RAW_CONVERTERS
+from pipelines.gold.decode import CONVERTERS, RAW_CONVERTERS, _null_key, table_map_of
 from pipelines.gold.types import RAW_SUFFIX, conversion_of, spark_type, type_suffix
 from tests.fixtures.binlog_check import encode_text
 from tests.fixtures.recorder import PLUGIN_BINARY_TYPES
@@ -281,6 +282,30 @@ def test_a_rows_event_cut_short_keeps_the_rows_before_the_damage_and_is_a_malfor
     kept = [r for r in cut if r["kind"] == "change"]
     assert [(r["row_index"], r["after"]) for r in kept] == [(r["row_index"], r["after"]) for r in whole[:2]]
     assert [r["problem_body"] for r in cut if r["kind"] == "problem"] == [event["body"][:-3]]
+
+
+def test_each_rows_event_has_one_first_row_whether_it_decodes_is_cut_short_or_has_no_map() -> None:
+    inputs = gold_inputs([FIXTURES / "full" / "mysql-bin.000003"])
+    cut, whole, unmapped = inputs.rows[0], inputs.rows[1], inputs.rows[2]
+    events = [{**cut, "body": cut["body"][:-3]}, whole, {**unmapped, "plan_key": None}]
+    out = [r for b in inputs.decode(events) for r in b.to_pylist()]
+    firsts = sorted((r["offset"], r["kind"], r["row_index"]) for r in out if r["event_first"])
+    assert firsts == sorted(
+        [(whole["offset"], "change", 0), (cut["offset"], "change", 0), (unmapped["offset"], "problem", None)]
+    )
+    assert len(out) > len(firsts)  # the other rows of each event are not first
+
+
+def test_an_insert_with_a_key_says_whether_its_after_image_leaves_a_key_column_null() -> None:
+    inputs = inputs_of("full")
+    _, rows = decoded_of("full")
+    keyed = {p.table for p in inputs.plans.values() if table_map_of(p.map_body, p.fde, p.history).primary_key}
+    checked = [r for r in rows if r["null_key"] is not None]
+    assert checked and {r["op"] for r in checked} == {"insert"}
+    assert {inputs.tables.index(r["gold_table"]) for r in checked} == keyed
+    assert not any(r["null_key"] for r in checked)  # the server wrote every key
+    assert all(r["null_key"] is None for r in rows if r["op"] != "insert")
+    assert _null_key([None, 7], [0]) and not _null_key([ABSENT, 7], [0]) and _null_key(None, [0]) is None
 
 
 @pytest.mark.parametrize("name", ["full", "compressed"])
