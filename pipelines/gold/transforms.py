@@ -36,10 +36,13 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import DataType, StructField, StructType
 
 from binlog_core.columns import DecodeOptions
-from pipelines.gold.decode import ROWS_INPUT, Plan, decode_partition, decoded_schema
+from pipelines.gold.decode import COMMON, ROWS_INPUT, Plan, decode_partition, decoded_schema
 from pipelines.gold.types import RAW_SUFFIX, raw_type, spark_type, type_suffix
 from pipelines.quality.rules import FIRST_OFFSETS
 from pipelines.tables import CHANGES, QUARANTINE, TableSpec, conform
+
+_DECODED = {*COMMON.names, "absent_columns", "run_id"}
+"""The columns of a typed change table the decoded rows give (the others are null)."""
 
 
 def rows_input(events: DataFrame, map_keys: DataFrame) -> DataFrame:
@@ -88,8 +91,9 @@ def changes_of(run_id: str) -> Callable[[DataFrame], DataFrame]:
     """``decoded -> changes`` rows (:data:`pipelines.tables.CHANGES`)."""
 
     def transform(decoded: DataFrame) -> DataFrame:
-        rows = decoded.where(F.col("kind") == "change").withColumn("run_id", F.lit(run_id))
-        return rows.transform(conform(CHANGES))
+        rows = decoded.where(F.col("kind") == "change")
+        known = [c.name for c in CHANGES.columns if c.name in COMMON.names]
+        return rows.select(*known, F.lit(run_id).alias("run_id")).transform(conform(CHANGES))
 
     return transform
 
@@ -100,20 +104,16 @@ def typed_of(index: int, spec: TableSpec, run_id: str) -> Callable[[DataFrame], 
     def transform(decoded: DataFrame) -> DataFrame:
         rows = decoded.where((F.col("kind") == "change") & (F.col("gold_table") == spec.name))
         column = f"t{index}"
-        return (
-            rows.select(
-                "*",
-                F.col(f"{column}.before").alias("before_typed"),
-                F.col(f"{column}.after").alias("after_typed"),
-                F.struct(F.col("absent_before").alias("before"), F.col("absent_after").alias("after")).alias(
-                    "absent_columns"
-                ),
-                F.lit(run_id).alias("run_id"),
-            )
-            .drop("before", "after")
-            .withColumnsRenamed({"before_typed": "before", "after_typed": "after"})
-            .transform(conform(spec))
-        )
+        made = {
+            "before": F.col(f"{column}.before"),
+            "after": F.col(f"{column}.after"),
+            "absent_columns": F.struct(F.col("absent_before").alias("before"), F.col("absent_after").alias("after")),
+            "run_id": F.lit(run_id),
+        }
+        # only the table's columns: the typed structs of the other tables stay out of its plan
+        return rows.select(
+            *[made[c.name].alias(c.name) if c.name in made else c.name for c in spec.columns if c.name in _DECODED]
+        ).transform(conform(spec))
 
     return transform
 
