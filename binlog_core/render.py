@@ -221,11 +221,20 @@ class ImageJson:
         self.writers: list[dict[type, Callable[[Any], str]]] = [
             {**_JSON_TEXT, float: _json_float32} if c.type == ColumnType.FLOAT else _JSON_TEXT for c in columns
         ]
+        self._whole = _whole_image_text(self.keys, self.writers) if self.unique and columns else None
 
     def text(self, image: Row | None) -> str | None:
         """The image's JSON object (columns absent from it left out); None when there is no image."""
         if image is None:
             return None
+        if self._whole is not None:
+            try:  # every column present, each value of a common type
+                return self._whole(image)
+            except (KeyError, ValueError):
+                pass
+        return self._text(image)
+
+    def _text(self, image: Row) -> str:
         if not self.unique:  # a dict keeps one value per name: let json.dumps decide which
             return json.dumps(render_image(image, self.columns), ensure_ascii=False)
         parts = []
@@ -235,6 +244,23 @@ class ImageJson:
             write = writers.get(type(value))
             parts.append(key + (write(value) if write is not None else _rendered_text(value, column)))
         return "{" + ", ".join(parts) + "}"
+
+
+def _whole_image_text(keys: list[str], writers: list[dict[type, Callable[[Any], str]]]) -> Callable[[Row], str]:
+    """``image -> JSON text`` for an image of exactly these columns whose values all have a writer,
+    as one expression (compiled once per table map): it raises ``ValueError`` for an image of
+    another length and ``KeyError`` for any other value (ABSENT included), which take the general way."""
+    names = [f"v{i}" for i in range(len(keys))]
+    scope: dict[str, Any] = {}
+    parts = []
+    for i, name in enumerate(names):
+        scope[f"k{i}"] = ("{" if i == 0 else ", ") + keys[i]
+        scope[f"w{i}"] = writers[i]
+        parts += [f"k{i}", f"w{i}[type({name})]({name})"]
+    source = f"def whole(image):\n    [{', '.join(names)}] = image\n    return ''.join(({', '.join(parts)}, '}}'))\n"
+    exec(source, scope)  # the source names only identifiers made above
+    whole: Callable[[Row], str] = scope["whole"]
+    return whole
 
 
 def _rendered_text(value: object, column: Column) -> str:
