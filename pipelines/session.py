@@ -91,11 +91,12 @@ JAVA_OPTIONS = "spark.driver.extraJavaOptions"
 MALLOC_ARENA_MAX = "2"
 """glibc malloc arenas of a JVM this process starts, unless the environment already sets it."""
 
-ROW_GROUP_BYTES = 32 << 20
+ROW_GROUP_BYTES = 8 << 20
 """Parquet row-group size of the files the session writes (``parquet.block.size``; Parquet's own
 default is 128 MiB). Spark splits a scan at row groups only: with smaller groups the events of one
 large binlog, which one framing task wrote, are read back by as many tasks as there are cores
-(silver's and gold's decodes, gold's writes), instead of by one."""
+(silver's and gold's decodes, gold's writes), instead of by one, and in shares of about the same
+size (a task gets the groups whose middle falls in its byte range)."""
 
 SESSION_SETTINGS = {"parquet.block.size": str(ROW_GROUP_BYTES)}
 """Settings of the session itself (not of its launch), set once it runs unless ``conf`` gives them."""
