@@ -53,6 +53,10 @@ STAGES = ("bronze", "silver", "gold", "current")
 UPSTREAM = {"silver": "bronze", "gold": "silver", "current": "gold"}
 """The stage each stage builds from."""
 
+HANDED_ON = {"gold": "current"}
+"""Stage -> the stage after it that reads its in-run frames (``Context.handed``): they stay kept until
+that stage has run, instead of being read back from the tables just written."""
+
 STAGE_OBJECTS: dict[str, Callable[[], Stage[Any]]] = {
     "bronze": BronzeStage,
     "silver": SilverStage,
@@ -273,6 +277,10 @@ def run(
         report.seconds = time.monotonic() - started
         exc.report = report  # type: ignore[attr-defined]
         raise
+    except Exception:
+        _release_handed(ctx)
+        raise
+    _release_handed(ctx)
     current.pop("say", None)
     quality.build_docs()  # in the background, while the end of the run asks Spark
     spark.sparkContext.setJobGroup(f"{report.run_id}:end", "binlog-lakehouse end of run")
@@ -315,7 +323,7 @@ def _stage(
     group = f"{report.run_id}:{name}"
     spark.sparkContext.setJobGroup(group, f"binlog-lakehouse {name}", interruptOnCancel=True)
     out: Built | None = None
-    interrupted = False
+    interrupted = done = False
     try:
         with SparkProgress(tracker, say, progress_every):
             out = stage.build(ctx)
@@ -326,6 +334,7 @@ def _stage(
             ctx.state.begin(Layer(name), written)
             stage.write(ctx, out)
             ctx.state.finish(Layer(name), written)
+            done = True
     except Interrupted:
         interrupted = True
         raise  # nothing more is asked of Spark: the call the signal landed in was abandoned
@@ -336,7 +345,13 @@ def _stage(
         report.stage_seconds[name] = time.monotonic() - stage_start
         if not interrupted:
             if out is not None:
-                out.release()
+                if done and HANDED_ON.get(name) in stages:
+                    ctx.handed[name] = out
+                else:
+                    out.release()
+            upstream_out = ctx.handed.pop(UPSTREAM.get(name, ""), None)
+            if upstream_out is not None:
+                upstream_out.release()
             report.spark_jobs[name] = _jobs_of(spark, group)
             report.delta_commits[name] = lake.commits - commits
     report.stages.append(name)
@@ -359,6 +374,13 @@ def _stage(
             say(missing)
     say(f"{len(out.files)} file(s) built in {report.stage_seconds[name]:.1f}s")
     return True
+
+
+def _release_handed(ctx: Context) -> None:
+    """Release the frames stages kept for a stage after them (the run ends)."""
+    for out in ctx.handed.values():
+        out.release()
+    ctx.handed.clear()
 
 
 def _not_built_upstream(ctx: Context, name: str, out: Built) -> str | None:

@@ -43,6 +43,9 @@ class Context:
     gate and writes need (great-expectations, the catalog) meanwhile."""
     state: LakeState = field(init=False)
     """``binlog_files`` and progress for this run (read once)."""
+    handed: dict[str, Built] = field(default_factory=dict)
+    """Stage name -> what it built and wrote in this run, its frames still kept, for the stage after
+    it that reads them instead of the tables just written (:data:`pipelines.run.HANDED_ON`)."""
 
     def __post_init__(self) -> None:
         self.state = LakeState(self.lake)

@@ -10,7 +10,9 @@ For every typed gold table ``<schema>__<table>`` the new files touch, ``CurrentS
 2. groups the table's changes by server -- with the changes of every table renamed into it, whose
    rows the RENAME carries over -- and replays each server's sequence in a Python worker
    (:func:`pipelines.current.replay.replay`), straight from and into typed Arrow: every version
-   of every row, with the bounds that opened and closed it;
+   of every row, with the bounds that opened and closed it. A table whose rows the replay needs
+   were all built by gold in the same run is read from gold's frames, still kept for this stage
+   (``Context.handed``), not from the table just written;
 3. writes ``binlog_history.<table>`` (every version) and ``binlog_current.<table>`` (the versions
    still open) from that one replay, by merge or overwrite (below).
 
@@ -63,10 +65,11 @@ from pipelines.current.replay import (
     replay,
 )
 from pipelines.gold.names import gold_table_name
+from pipelines.gold.stage import GoldOutput
 from pipelines.gold.types import ddl_kind, spark_type
 from pipelines.progress import file_predicate
 from pipelines.stage import Built, Context
-from pipelines.storage import Table, Write
+from pipelines.storage import Lakehouse, Table, Write
 from pipelines.tables import (
     CHANGES,
     CURRENT_META,
@@ -636,6 +639,40 @@ def _union(parts: dict[str, list[DataFrame]], image: StructType) -> DataFrame:
     return union
 
 
+@dataclass(frozen=True)
+class _GoldRows:
+    """Where the replay reads a gold table's rows: the frame gold built in this run when it holds
+    every row the replay needs (no Delta snapshot to plan, no file read again), else the table as
+    stored."""
+
+    lake: Lakehouse
+    built: dict[str, DataFrame]
+    """Gold table -> its rows gold built in this run (of ``fresh`` files only)."""
+    fresh: frozenset[str]
+    complete: frozenset[str]
+    """The tables of ``built`` whose every file with rows is ``fresh``."""
+
+    @classmethod
+    def of(cls, ctx: Context) -> _GoldRows:
+        handed = ctx.handed.get(Layer.GOLD.value)
+        if not isinstance(handed, GoldOutput):
+            return cls(ctx.lake, {}, frozenset(), frozenset())
+        fresh = frozenset(handed.files)
+        gold = ctx.state.progress(Layer.GOLD)
+        built = {name: frame for name, (_spec, frame) in handed.tables.items()}
+        complete = frozenset(
+            name for name in built if all(f in fresh for f, row in gold.items() if (row.get("counts") or {}).get(name))
+        )
+        return cls(ctx.lake, built, fresh, complete)
+
+    def frame(self, name: str, pending: list[str] | None) -> DataFrame:
+        """Table ``name``'s rows for a replay that continues from the ``pending`` files, or (None)
+        that starts over."""
+        if name in self.built and (name in self.complete if pending is None else self.fresh.issuperset(pending)):
+            return self.built[name]
+        return self.lake.read(Table(Layer.GOLD, name))
+
+
 def _changes(gold: DataFrame, files: list[str] | None) -> DataFrame:
     """A gold table's row changes as replay input (of ``files`` only, when given)."""
     if files is not None:
@@ -766,14 +803,16 @@ class CurrentStage:
         sequences = {f: row["sequence"] for f, row in files.items()}
         known = _schema_facts(ctx, sequences, _ddl_steps(ctx, sequences))
         lineage = _renamed_into(known.ddl)
-        frames = {t: ctx.lake.read(Table(Layer.GOLD, t)) for t in ctx.lake.tables(Layer.GOLD) if t != CHANGES.name}
-        names = sorted({*frames, *(t for t, sources in lineage.items() if sources & set(frames))})
         since = _since(files, pending, state.progress(Layer.CURRENT))
+        rows = _GoldRows.of(ctx)
+        stored = [t for t in ctx.lake.tables(Layer.GOLD) if t != CHANGES.name]
+        names = sorted({*stored, *(t for t, sources in lineage.items() if sources & set(stored))})
         if since is not None:
             touched = _touched(names, [gold[f].get("counts") or {} for f in pending], known, since)
             names = [n for n in names if n in touched]
         for name in names:
-            members = {t: frames[t] for t in sorted(lineage.get(name, {name}) | {name}) if t in frames}
+            tables = [t for t in sorted(lineage.get(name, {name}) | {name}) if t in stored]
+            members = {t: rows.frame(t, None if since is None else pending) for t in tables}
             own, image = _image_of(name, members)
             own = _declared(name, own, known)
             image = StructType([*own.fields, *(f for f in image.fields if f.name not in own.fieldNames())])
@@ -781,6 +820,8 @@ class CurrentStage:
             meta = StructType([c.field() for c in history.columns[len(own.fields) :]])
             histories = self._histories(ctx, name, own, members, lineage, known) if since is not None else None
             start = since if histories is not None else None
+            if start is None and since is not None:  # starts over after all: every row of every member
+                members = {t: rows.frame(t, None) for t in tables}
             parts: dict[str, list[DataFrame]] = {
                 t: [_changes(f, None if start is None else pending)] for t, f in members.items()
             }

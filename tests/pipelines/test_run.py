@@ -23,10 +23,11 @@ from binlog_core.decoder import decode_file
 from binlog_core.framing import open_events
 from binlog_core.rows import ROWS_KINDS
 from conf import AppConfig, InputSettings, StorageSettings
-from conf.models import QualitySettings
+from conf.models import CurrentSettings, QualitySettings
+from pipelines.current.stage import CurrentStage
 from pipelines.exits import Exit
 from pipelines.run import DdlCoverage, RunReport, as_json, run
-from pipelines.storage import Lakehouse, Table
+from pipelines.storage import Lakehouse, Layer, Table
 
 EXIT_OK, EXIT_GATE_FAILED, EXIT_QUARANTINED = Exit.OK, Exit.GATE_FAILED, Exit.BAD_INPUT
 
@@ -344,3 +345,41 @@ def test_a_stage_run_alone_before_its_upstream_exits_with_the_upstream_code(
     assert (gold_early.exit_code, gold_early.files_built["gold"]) == (Exit.UPSTREAM_MISSING, 0)
     assert "[binlog-lakehouse] gold: 1 file(s) wait for silver" in log.getvalue()
     assert (silver.exit_code, gold.exit_code, gold.files_built["gold"]) == (EXIT_OK, EXIT_OK, 1)
+
+
+def test_the_current_stage_replays_what_gold_built_in_the_same_run_from_its_frames_and_the_rest_from_the_tables(
+    spark: SparkSession, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    read_by_current: list[list[str]] = []
+    build, read = CurrentStage.build, Lakehouse.read
+
+    def recording_build(self: CurrentStage, ctx: Any) -> Any:
+        read_by_current.append([])
+        return build(self, ctx)
+
+    def recording_read(self: Lakehouse, table: Any) -> Any:
+        if read_by_current and table.layer is Layer.GOLD:
+            read_by_current[-1].append(table.name)
+        return read(self, table)
+
+    monkeypatch.setattr(CurrentStage, "build", recording_build)
+    monkeypatch.setattr(Lakehouse, "read", recording_read)
+    binlogs = tmp_path / "binlogs"
+    for name in ("mysql-bin.000001", "mysql-bin.000002"):
+        place(binlogs / name, (SAMPLE / name).read_bytes())
+    together = config(binlogs, tmp_path / "together").model_copy(update={"current": CurrentSettings(enabled=True)})
+    apart = config(binlogs, tmp_path / "apart")
+
+    reports = [run(spark, together, err=io.StringIO(), progress_every=None)]
+    reports.append(run(spark, apart, ["bronze", "silver", "gold"], err=io.StringIO(), progress_every=None))
+    reports.append(run(spark, apart, ["current"], err=io.StringIO(), progress_every=None))
+
+    assert [r.exit_code for r in reports] == [EXIT_OK] * 3
+    gold = sorted(t for t in Lakehouse(spark, apart.storage).tables(Layer.GOLD) if t != "changes")
+    assert gold and reports[0].current_tables == reports[2].current_tables == len(gold)
+    # the run that built gold replays from gold's frames; a run of the current stage alone reads the tables
+    assert read_by_current == [[], sorted(gold)]
+    for layer in (Layer.CURRENT, Layer.HISTORY):
+        for name in gold:
+            built = [Lakehouse(spark, c.storage).read(Table(layer, name)) for c in (together, apart)]
+            assert Counter(built[0].collect()) == Counter(built[1].collect()), f"{layer.value}.{name}"
