@@ -1,7 +1,13 @@
 """Peak resident memory of a Spark job: this Python driver, its JVM and the Python workers the JVM forks.
 
 ``Sampler`` is a thread that walks ``/proc`` every ``interval`` seconds from this process down
-and keeps the largest resident set size seen per group (Linux only)::
+and keeps the largest resident set size seen per group (Linux only), and the largest sum of the
+processes' proportional set sizes (PSS: a page shared by N processes counts 1/N in each, so the
+sum is the memory the job holds, where the RSS sum counts a shared page once per process).
+
+A process the JVM has just forked to start a Python worker carries the JVM's command line and
+shares all of its pages until it execs: it is not counted (its RSS would count the JVM twice).
+Usage::
 
     sampler = Sampler()
     sampler.start()
@@ -41,6 +47,17 @@ def _rss(pid: int) -> int:
     return 0
 
 
+def _pss(pid: int) -> int:
+    try:
+        with open(f"/proc/{pid}/smaps_rollup") as rollup:
+            for line in rollup:
+                if line.startswith("Pss:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return 0
+
+
 def _cmdline(pid: int) -> str:
     try:
         with open(f"/proc/{pid}/cmdline", "rb") as f:
@@ -57,6 +74,8 @@ class Peaks:
     workers: int = 0
     driver_python: int = 0
     total: int = 0
+    total_pss: int = 0
+    """Largest sum of the processes' proportional set sizes (driver, JVM, workers)."""
     samples: int = 0
     worker_pids: set[int] = field(default_factory=set)
 
@@ -75,20 +94,27 @@ class Sampler(threading.Thread):
         while not self._stop_event.is_set():
             tree = _children()
             jvm = workers = 0
-            stack = list(tree.get(me, []))
+            pss = _pss(me)
+            stack = [(child, "") for child in tree.get(me, [])]
             while stack:
-                pid = stack.pop()
+                pid, parent_command = stack.pop()
                 command = _cmdline(pid)
-                if "java" in command.split(" ", 1)[0]:
+                java = "java" in command.split(" ", 1)[0]
+                if java and command == parent_command:  # the JVM forked, not yet exec'd: its pages
+                    continue
+                if java:
                     jvm += _rss(pid)
+                    pss += _pss(pid)
                 elif "python" in command:
                     workers += _rss(pid)
+                    pss += _pss(pid)
                     self.peaks.worker_pids.add(pid)
-                stack.extend(tree.get(pid, []))
+                stack.extend((child, command) for child in tree.get(pid, []))
             driver = _rss(me)
             p = self.peaks
             p.jvm, p.workers, p.driver_python = max(p.jvm, jvm), max(p.workers, workers), max(p.driver_python, driver)
             p.total = max(p.total, jvm + workers + driver)
+            p.total_pss = max(p.total_pss, pss)
             p.samples += 1
             self._stop_event.wait(self.interval)
 

@@ -16,7 +16,8 @@ Each round, each in a fresh process:
    and the UI off; then one ``run`` of bronze, silver and gold, quality gates included, as the
    ``binlog-lakehouse run`` job does; the end-to-end time counts the session's start, and each
    stage's time, Spark jobs and Delta commits come from the run's report. A thread samples the
-   resident memory of the driver process, its JVM and the JVM's Python workers every 0.2 s.
+   resident memory of the driver process, its JVM and the JVM's Python workers every 0.2 s
+   (``bench/memory.py``: RSS per group, and the sum of their proportional set sizes).
    The run must reconcile: ``changes`` holds as many row changes as the decoder saw, nothing is
    quarantined and no gate fails.
 3. ``pipeline`` on the file's first ``--prefix`` share (cut after a transaction): peak memory
@@ -97,6 +98,7 @@ def pipeline_child(binlog: Path, config: str, out: Path) -> Result:
         "rss_workers_mib": mib(peaks.workers),
         "rss_driver_mib": mib(peaks.driver_python),
         "rss_total_mib": mib(peaks.total),
+        "pss_total_mib": mib(peaks.total_pss),
         "driver_memory": cfg.spark.driver_memory,
     }
     return result
@@ -171,7 +173,8 @@ def _print(report: Result) -> None:
     print("  Spark jobs: " + ", ".join(f"{s} {p[f'{s}_jobs']:.0f}" for s in STAGES)
           + "; Delta commits: " + ", ".join(f"{s} {p[f'{s}_commits']:.0f}" for s in STAGES))  # fmt: skip
     print(f"  peak RSS: JVM {p['rss_jvm_mib']:.0f} MiB, Python workers {p['rss_workers_mib']:.0f} MiB, "
-          f"driver {p['rss_driver_mib']:.0f} MiB, total {p['rss_total_mib']:.0f} MiB")  # fmt: skip
+          f"driver {p['rss_driver_mib']:.0f} MiB, total {p['rss_total_mib']:.0f} MiB; "
+          f"peak PSS total {p['pss_total_mib']:.0f} MiB")  # fmt: skip
     print(f"pipeline_vs_decoder: {report['pipeline_vs_decoder']:.2f}x rows per second (end to end into gold)")
     if "prefix" in report:
         q = report["prefix"]
