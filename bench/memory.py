@@ -36,26 +36,24 @@ def _children() -> dict[int, list[int]]:
     return tree
 
 
-def _rss(pid: int) -> int:
+def _kib_field(path: str, name: str) -> int:
+    """Bytes of the ``name: N kB`` line of a ``/proc`` file (0 when the process is gone)."""
     try:
-        with open(f"/proc/{pid}/status") as status:
-            for line in status:
-                if line.startswith("VmRSS:"):
+        with open(path) as lines:
+            for line in lines:
+                if line.startswith(name):
                     return int(line.split()[1]) * 1024
     except OSError:
         pass
     return 0
+
+
+def _rss(pid: int) -> int:
+    return _kib_field(f"/proc/{pid}/status", "VmRSS:")
 
 
 def _pss(pid: int) -> int:
-    try:
-        with open(f"/proc/{pid}/smaps_rollup") as rollup:
-            for line in rollup:
-                if line.startswith("Pss:"):
-                    return int(line.split()[1]) * 1024
-    except OSError:
-        pass
-    return 0
+    return _kib_field(f"/proc/{pid}/smaps_rollup", "Pss:")
 
 
 def _cmdline(pid: int) -> str:
