@@ -17,6 +17,8 @@ from pipelines.session import (
     DELTA_CATALOG,
     DELTA_EXTENSION,
     DELTA_LOG_CACHE_SIZE,
+    DICTIONARY_PAGE_BYTES,
+    GARBAGE_COLLECTOR,
     LAUNCH_SETTINGS,
     MALLOC_ARENA_MAX,
     RESOLVED,
@@ -67,8 +69,28 @@ def test_options_enable_delta_utc_and_the_delta_package_when_this_process_starts
         "spark.ui.enabled": "false",
         "spark.ui.showConsoleProgress": "false",
         "spark.databricks.delta.delta.log.cacheSize": str(DELTA_LOG_CACHE_SIZE),
+        "spark.driver.extraJavaOptions": GARBAGE_COLLECTOR,
         "spark.sql.shuffle.partitions": "4",
     }
+
+
+@pytest.mark.parametrize(
+    ("given", "expected"),
+    [
+        (None, GARBAGE_COLLECTOR),
+        ("-Xss4m", f"{GARBAGE_COLLECTOR} -Xss4m"),
+        ("-XX:+UseG1GC -Xss4m", "-XX:+UseG1GC -Xss4m"),
+        ("-Xss4m -XX:+UseZGC", "-Xss4m -XX:+UseZGC"),
+    ],
+)
+def test_a_jvm_this_process_starts_runs_the_throughput_collector_unless_the_config_chooses_one(
+    given: str | None, expected: str
+) -> None:
+    conf = {} if given is None else {"spark.driver.extraJavaOptions": given}
+    cfg = SparkSettings(master="local[2]", class_archive_dir=None, conf=conf)
+    assert spark_options(cfg)["spark.driver.extraJavaOptions"] == expected
+    launched = {"spark.master": "local[2]"}  # a launcher started the JVM: its collector is its own
+    assert spark_options(cfg, launched).get("spark.driver.extraJavaOptions") == given
 
 
 def test_jars_are_used_instead_of_packages() -> None:
@@ -180,7 +202,7 @@ def test_hive_catalog_with_a_metastore_dir_uses_an_embedded_derby_database_there
         "spark.hadoop.javax.jdo.option.ConnectionURL": (
             "jdbc:derby:;databaseName=/data/lake/_metastore/metastore_db;create=true"
         ),
-        "spark.driver.extraJavaOptions": "-Dderby.system.home=/data/lake/_metastore",
+        "spark.driver.extraJavaOptions": f"{GARBAGE_COLLECTOR} -Dderby.system.home=/data/lake/_metastore",
     }
     assert options["spark.sql.warehouse.dir"] == "/data/lake/_warehouse"
 
@@ -188,23 +210,27 @@ def test_hive_catalog_with_a_metastore_dir_uses_an_embedded_derby_database_there
 def test_a_metastore_dir_with_blanks_is_quoted_for_the_driver_java_options() -> None:
     cfg = SparkSettings(catalog="hive", metastore_dir="/data/my lake/_metastore", class_archive_dir=None)
     options = spark_options(cfg)
-    assert options["spark.driver.extraJavaOptions"] == '-Dderby.system.home="/data/my lake/_metastore"'
+    assert (
+        options["spark.driver.extraJavaOptions"]
+        == f'{GARBAGE_COLLECTOR} -Dderby.system.home="/data/my lake/_metastore"'
+    )
 
 
 def test_hive_catalog_without_a_metastore_dir_leaves_the_metastore_to_hive_site_xml() -> None:
     options = spark_options(SparkSettings(master=None, catalog="hive", class_archive_dir=None))
     assert options["spark.sql.catalogImplementation"] == "hive"
-    assert not [key for key in options if "javax.jdo" in key or "extraJavaOptions" in key]
+    assert not [key for key in options if "javax.jdo" in key]
+    assert options["spark.driver.extraJavaOptions"] == GARBAGE_COLLECTOR  # no Derby home
 
 
 def test_a_recorded_class_data_archive_is_mapped_by_the_jvm_this_process_starts(tmp_path: Path) -> None:
     cfg = SparkSettings(class_archive_dir=str(tmp_path), conf={"spark.driver.extraJavaOptions": "-Dmine=1"})
     archive = class_archive(cfg)
     assert archive is not None and archive.parent == tmp_path
-    assert spark_options(cfg)["spark.driver.extraJavaOptions"] == "-Dmine=1"  # none recorded yet
+    assert spark_options(cfg)["spark.driver.extraJavaOptions"] == f"{GARBAGE_COLLECTOR} -Dmine=1"  # none recorded yet
     archive.write_bytes(b"")
     assert spark_options(cfg)["spark.driver.extraJavaOptions"] == (
-        f"-XX:SharedArchiveFile={archive} -Xshare:auto -Xlog:cds=off -Xlog:cds+dynamic=off -Dmine=1"
+        f"{GARBAGE_COLLECTOR} -XX:SharedArchiveFile={archive} -Xshare:auto -Xlog:cds=off -Xlog:cds+dynamic=off -Dmine=1"
     )
     launched = {"spark.master": "local[2]"}  # a JVM started by a launcher: its options are its own
     assert spark_options(cfg, launched)["spark.driver.extraJavaOptions"] == "-Dmine=1"
@@ -351,6 +377,34 @@ def test_a_large_table_the_session_writes_is_read_back_by_more_than_one_task(
     assert spark.conf.get("parquet.block.size") == str(ROW_GROUP_BYTES)
     assert len(files) == 1 and groups >= 2
     assert len([n for n in tasks if n]) >= 2 and sum(tasks) == 1200
+
+
+@pytest.mark.spark
+def test_a_column_of_few_values_keeps_its_parquet_dictionary_and_one_of_many_is_written_plain(
+    spark: SparkSession, tmp_path: Path
+) -> None:
+    table = str(tmp_path / "dictionaries")
+    # 20 000 rows: 5 distinct operations, and 2 000 distinct 64-character keys each 10 times (125 KiB
+    # of distinct values: past the session's dictionary limit, well within Parquet's default 1 MiB)
+    rows = (
+        spark.range(20_000)
+        .coalesce(1)
+        .select(
+            F.element_at(
+                F.array(*(F.lit(op) for op in ("i", "u", "d", "r", "t"))), (F.col("id") % 5 + 1).cast("int")
+            ).alias("op"),
+            F.sha2((F.col("id") % 2000).cast("string"), 256).alias("key"),
+        )
+    )
+    rows.write.format("delta").save(table)
+
+    [file] = Path(table).glob("*.parquet")
+    chunks = pq.ParquetFile(file).metadata.row_group(0)
+    op, key = chunks.column(0), chunks.column(1)
+
+    assert spark.conf.get("parquet.dictionary.page.size") == str(DICTIONARY_PAGE_BYTES)
+    assert op.has_dictionary_page and "PLAIN" not in op.encodings
+    assert not key.has_dictionary_page and "PLAIN" in key.encodings
 
 
 @pytest.mark.spark
