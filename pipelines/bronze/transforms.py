@@ -30,6 +30,7 @@ from pyspark.sql.types import LongType, MapType, StringType, StructField, Struct
 from pipelines.bronze.framing import EventRow, FileSummary, QuarantineRow, ResumePoint, frame_file
 from pipelines.storage import open_arrow_input
 from pipelines.tables import BINLOG_EVENTS, BINLOG_FILES, QUARANTINE, conform
+from pipelines.workers import rarely_collected
 
 WORK_ITEMS = StructType(
     [
@@ -174,6 +175,7 @@ def _summary_row(summary: FileSummary) -> tuple[Any, ...]:
     return tuple(getattr(summary, name) for name in SUMMARY_FIELDS)
 
 
+@rarely_collected
 def frame_batches(
     items: Iterator[pa.RecordBatch],
     *,

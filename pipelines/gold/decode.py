@@ -30,6 +30,7 @@ from decimal import Decimal
 from typing import Any
 
 import pyarrow as pa
+import pyarrow.compute as pc
 from pyspark.sql.pandas.types import to_arrow_schema
 from pyspark.sql.types import (
     ArrayType,
@@ -53,6 +54,7 @@ from binlog_core.table_map import Column, TableMap, decode_table_map
 from pipelines.gold.columns import completed_columns
 from pipelines.gold.types import column_kind, conversion_of
 from pipelines.tables import XID_TYPE
+from pipelines.workers import rarely_collected
 
 _NAMES = ArrayType(StringType(), True)
 _STR, _LONG, _INT = StringType(), LongType(), IntegerType()
@@ -104,8 +106,6 @@ COMMON = StructType(
         StructField("absent_after", _NAMES, True),
         StructField("undecoded_before", _NAMES, True),
         StructField("undecoded_after", _NAMES, True),
-        StructField("column_names", _NAMES, True),
-        StructField("column_kinds", _NAMES, True),
         StructField("code", _STR, True),  # problems: BinlogError.code
         StructField("severity", _STR, True),
         StructField("path", _STR, True),
@@ -117,10 +117,23 @@ COMMON = StructType(
 )
 """The columns every decoded row has (``t<i>`` typed image columns follow).
 
+A change's column names and kinds are its plan's: they are not repeated on each row, but joined
+on ``plan_key`` where a table stores them (:data:`PLAN_COLUMNS`).
+
 ``event_first`` and ``null_key`` are what the gold gate counts, known while decoding: the rows
 events accounted for (one ``event_first`` row each, change or problem), and for an insert whose
 TABLE_MAP carries a primary key, whether its after image holds NULL in a key column (a column
 absent from the image is not NULL); null for every other row."""
+
+
+PLAN_COLUMNS = StructType(
+    [
+        StructField("plan_key", _STR, False),
+        StructField("column_names", _NAMES, False),
+        StructField("column_kinds", _NAMES, False),
+    ]
+)
+"""A plan's columns in order and their gold kinds (:func:`pipelines.gold.types.column_kind`)."""
 
 
 def decoded_schema(images: Sequence[StructType]) -> StructType:
@@ -274,14 +287,13 @@ def table_map_of(map_body: bytes, fde_text: str, history: Iterable[Mapping[str, 
 
 @dataclass
 class _Ready:
-    """A plan decoded in a worker: its table map, row plan, names, kinds and converters."""
+    """A plan decoded in a worker: its table map, row plan, names and converters."""
 
     table_map: TableMap
     plan: TablePlan
     fde: FormatDescription
     columns: tuple[Column, ...]
     names: list[str]
-    kinds: list[str]
     table: int
     width: int
     routes: list[tuple[int, int | None, Convert | None, ConvertRaw | None]]
@@ -375,7 +387,6 @@ class GoldDecoder:
                 fde,
                 columns,
                 [c.display_name for c in columns],
-                kinds,
                 plan.table,
                 self.widths[plan.table],
                 routes,
@@ -480,14 +491,12 @@ class GoldDecoder:
             elif name == "kind":
                 arrays.append(pa.array(["change" if table >= 0 else "problem"] * n, type=pa.string()))
             elif name == "server":
-                files = batch.column("file").take(take).to_pylist()
-                arrays.append(pa.array([self.servers.get(f) for f in files], type=pa.string()))
+                arrays.append(_mapped(batch.column("file"), self.servers.get).take(take))
             elif name == "event_type":
-                codes = batch.column("event_type").take(take).to_pylist()
-                arrays.append(pa.array([event_type_name(c) for c in codes], type=pa.string()))
+                arrays.append(_mapped(batch.column("event_type"), event_type_name).take(take))
             elif name == "event_timestamp":
-                seconds = batch.column("timestamp").take(take).to_pylist()
-                arrays.append(pa.array([s * 1_000_000 for s in seconds], type=arrow_field.type))
+                micros = pc.multiply(batch.column("timestamp").take(take), 1_000_000)
+                arrays.append(micros.cast(arrow_field.type))
             elif name == "gold_table":
                 arrays.append(pa.array([self.tables[table] if table >= 0 else None] * n, type=pa.string()))
             elif name in PER_PLAN:
@@ -511,22 +520,25 @@ class GoldDecoder:
         sides = []
         for side, images in (("before", rows.before), ("after", rows.after)):
             image_type: pa.StructType = struct_type.field(side).type
-            children = [
-                pa.array([None if image is None else image[k] for image in images], type=image_type.field(k).type)
-                for k in range(image_type.num_fields)
-            ]
+            blank = [None] * image_type.num_fields
+            fields = zip(*[blank if image is None else image for image in images], strict=True)  # transposed in C
+            children = [pa.array(values, type=image_type.field(k).type) for k, values in enumerate(fields)]
             mask = pa.array([image is None for image in images], type=pa.bool_())
             sides.append(pa.StructArray.from_arrays(children, fields=list(image_type), mask=mask))
         return pa.StructArray.from_arrays(sides, fields=list(struct_type))
 
 
 PER_PLAN: dict[str, Callable[[_Ready], object]] = {
-    "column_names": lambda ready: ready.names,
-    "column_kinds": lambda ready: ready.kinds,
     "schema_name": lambda ready: ready.table_map.schema,
     "table_name": lambda ready: ready.table_map.table,
 }
 """Output columns every change of one plan shares: built once per plan, taken by position."""
+
+
+def _mapped(column: pa.Array, of: Callable[[Any], str | None]) -> pa.Array:
+    """``of`` applied to each value of ``column`` (few distinct ones: each is mapped once), as strings."""
+    encoded = column.dictionary_encode()
+    return pa.array([of(value) for value in encoded.dictionary.to_pylist()], type=pa.string()).take(encoded.indices)
 
 
 def _no_map(table_id: int | None, offset: int | None, inner_index: int | None) -> str:
@@ -624,6 +636,7 @@ def decode_partition(
 ) -> Callable[[Iterable[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
     """The ``mapInArrow`` function: decode each batch of a partition with one :class:`GoldDecoder`."""
 
+    @rarely_collected
     def run(batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         decoder = GoldDecoder(plans, images, tables, servers, options, descriptions)
         for batch in batches:
@@ -637,6 +650,7 @@ __all__ = [
     "CONVERTERS",
     "HISTORY_FIELDS",
     "PASSED",
+    "PLAN_COLUMNS",
     "RAW_CONVERTERS",
     "ROWS_INPUT",
     "GoldDecoder",

@@ -33,7 +33,7 @@ from binlog_core.charsets import CHARSET_CODECS
 from binlog_core.columns import DecodeOptions
 from conf.models import AppConfig
 from pipelines.bronze.framing import DUPLICATE
-from pipelines.gold.decode import HISTORY_FIELDS, Plan, table_map_of
+from pipelines.gold.decode import HISTORY_FIELDS, PLAN_COLUMNS, Plan, table_map_of
 from pipelines.gold.names import gold_table_name
 from pipelines.gold.transforms import (
     TableLayout,
@@ -274,7 +274,10 @@ class GoldStage:
                 decode_rows_events(plans, images, names, servers, decode_options(ctx.cfg), descriptions)
             )
         )
-        out.changes = decoded.transform(changes_of(ctx.run_id))
+        plan_columns = ctx.spark.createDataFrame(
+            [(key, info.names, info.kinds) for key, info in infos.items()], PLAN_COLUMNS
+        )
+        out.changes = decoded.transform(changes_of(ctx.run_id, plan_columns))
         specs = {name: typed_change_table(name, layouts[name].struct_type()) for name in names}
         out.tables = {
             name: (specs[name], decoded.transform(typed_of(i, specs[name], ctx.run_id))) for i, name in enumerate(names)

@@ -87,12 +87,14 @@ def decode_rows_events(
     return transform
 
 
-def changes_of(run_id: str) -> Callable[[DataFrame], DataFrame]:
-    """``decoded -> changes`` rows (:data:`pipelines.tables.CHANGES`)."""
+def changes_of(run_id: str, plan_columns: DataFrame) -> Callable[[DataFrame], DataFrame]:
+    """``decoded -> changes`` rows (:data:`pipelines.tables.CHANGES`); ``plan_columns``
+    (:data:`pipelines.gold.decode.PLAN_COLUMNS`, one row per plan: few) gives each change its table's column names and
+    kinds, joined on ``plan_key`` rather than carried on every decoded row."""
 
     def transform(decoded: DataFrame) -> DataFrame:
-        rows = decoded.where(F.col("kind") == "change")
-        known = [c.name for c in CHANGES.columns if c.name in COMMON.names]
+        rows = decoded.where(F.col("kind") == "change").join(F.broadcast(plan_columns), "plan_key", "left")
+        known = [c.name for c in CHANGES.columns if c.name in rows.columns]
         return rows.select(*known, F.lit(run_id).alias("run_id")).transform(conform(CHANGES))
 
     return transform

@@ -32,6 +32,7 @@ from binlog_core.table_map import (
     decode_table_map,
     optional_metadata_warnings,
 )
+from pipelines.workers import rarely_collected
 
 ROWS_EVENT_TYPES = (
     EventType.WRITE_ROWS_V0,
@@ -352,6 +353,7 @@ _DERIVED = frozenset(
 """The ``table_maps`` fields that come from the map itself (:func:`map_fields`)."""
 
 
+@rarely_collected
 def table_map_rows(
     batches: Iterator[pa.RecordBatch], schema: pa.Schema, fdes: Descriptions
 ) -> Iterator[pa.RecordBatch]:
@@ -437,6 +439,7 @@ def status_vars(query: QueryEvent) -> tuple[dict[str, str], str]:
     return as_text, json.dumps(present, sort_keys=True)
 
 
+@rarely_collected
 def query_rows(batches: Iterator[pa.RecordBatch], schema: pa.Schema, fdes: Descriptions) -> Iterator[pa.RecordBatch]:
     """``mapInArrow``: QUERY-shaped bronze events -> ``ddl_events`` rows (without DDL replay) and error rows."""
     for batch in batches:

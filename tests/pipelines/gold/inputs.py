@@ -84,6 +84,8 @@ class GoldInputs:
     """Gold table -> the kinds of each of its plans' columns."""
     descriptions: dict[tuple[str, int], str] = field(default_factory=dict)
     """The FORMAT_DESCRIPTION text at ``(file, offset)``."""
+    columns: dict[str, tuple[list[str], list[str]]] = field(default_factory=dict)
+    """Plan key -> its column names and kinds (what the gold stage joins onto ``changes``)."""
 
     def batch(self, rows: list[dict[str, Any]] | None = None) -> pa.RecordBatch:
         schema = to_arrow_schema(ROWS_INPUT, timezone="UTC")
@@ -162,4 +164,6 @@ def gold_inputs(paths: list[Path], *, history: list[dict[str, Any]] | None = Non
     kinds_of: dict[str, list[list[str]]] = defaultdict(list)
     for _, _, _, _, table, _, kinds in routed:
         kinds_of[table].append(kinds)
-    return GoldInputs(plans, tables, [layouts[n].struct_type() for n in tables], rows, dict(kinds_of), descriptions)
+    columns = {key: (names, kinds) for key, _, _, _, _, names, kinds in routed}
+    images = [layouts[n].struct_type() for n in tables]
+    return GoldInputs(plans, tables, images, rows, dict(kinds_of), descriptions, columns)

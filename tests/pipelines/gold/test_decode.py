@@ -89,7 +89,7 @@ def typed_failures(variant: Variant, inputs: GoldInputs, rows: list[dict[str, An
             absent = set(row[f"absent_{side}"])
             if absent != {n for n in change.shape.names if n not in wanted}:
                 failures.append(f"seq {change.seq} {side}: absent {sorted(absent)}")
-            for column, kind in zip(row["column_names"], row["column_kinds"], strict=True):
+            for column, kind in zip(*inputs.columns[row["plan_key"]], strict=True):
                 if column in absent:
                     if typed[column] is not None:
                         failures.append(f"seq {change.seq} {side}.{column}: absent, yet {typed[column]!r}")
@@ -395,11 +395,11 @@ def test_a_column_whose_type_changes_fills_a_field_named_by_its_new_type() -> No
 def test_names_of_a_map_without_metadata_come_from_the_history_given_with_its_plan() -> None:
     with_history, without = decoded_of("metadata_nolog")[1], decoded_of("metadata_nolog", False)[1]
     variant = load_variant("metadata_nolog")
-    assert [r["column_names"] for r in with_history] == [c.shape.names for c in variant.changes]
-    assert [r["column_names"] for r in without] == [
+    named, unnamed = inputs_of("metadata_nolog").columns, inputs_of("metadata_nolog", False).columns
+    assert [named[r["plan_key"]][0] for r in with_history] == [c.shape.names for c in variant.changes]
+    assert [unnamed[r["plan_key"]][0] for r in without] == [
         [f"@{i + 1}" for i in range(len(c.shape.names))] for c in variant.changes
     ]
-    kinds = {(r["table_name"], n): k for r in with_history for n, k in zip(r["column_names"], r["column_kinds"],
-                                                                          strict=True)}  # fmt: skip
+    kinds = {(r["table_name"], n): k for r in with_history for n, k in zip(*named[r["plan_key"]], strict=True)}
     assert (kinds[("t_int", "bi_u")], kinds[("t_binary", "bn8")]) == ("int:decimal(20,0)", "binary:binary")
     assert kinds[("t_temporal", "dtm6")] == "datetime:timestamp_ntz"

@@ -19,6 +19,7 @@ from pyspark.sql.pandas.types import from_arrow_schema
 from pyspark.sql.types import DecimalType, IntegerType, StringType, StructField, StructType, TimestampType
 
 from binlog_core.columns import DecodeOptions
+from pipelines.gold.decode import PLAN_COLUMNS
 from pipelines.gold.names import gold_table_name
 from pipelines.gold.transforms import (
     changes_of,
@@ -108,9 +109,16 @@ def decoded(spark: SparkSession) -> Iterator[tuple[GoldInputs, DataFrame]]:
     out.unpersist()
 
 
-def test_changes_hold_every_decoded_row_change_with_the_changes_columns(decoded: tuple[GoldInputs, DataFrame]) -> None:
+def plan_columns(spark: SparkSession, inputs: GoldInputs) -> DataFrame:
+    """The plans' column names and kinds, as the gold stage hands them to :func:`changes_of`."""
+    return spark.createDataFrame([(k, *columns) for k, columns in inputs.columns.items()], PLAN_COLUMNS)
+
+
+def test_changes_hold_every_decoded_row_change_with_the_changes_columns(
+    spark: SparkSession, decoded: tuple[GoldInputs, DataFrame]
+) -> None:
     inputs, out = decoded
-    changes = out.transform(changes_of("gold-run"))
+    changes = out.transform(changes_of("gold-run", plan_columns(spark, inputs)))
     assert changes.columns == CHANGES.names
     rows = changes.collect()
     truth = [c for c in load_variant("sample").changes if c.file == SAMPLE_2.name]
@@ -120,9 +128,15 @@ def test_changes_hold_every_decoded_row_change_with_the_changes_columns(decoded:
     assert len(rows) == len(truth) - len(lost)
     assert all(r.offset != first["offset"] for r in rows)
     assert {r.run_id for r in rows} == {"gold-run"} and {r.server for r in rows} == {SERVER}
+    # each change names its table's columns, in order, and their kinds, one per column
+    shapes = {c.shape.table: c.shape.names for c in truth}
+    assert {(r.table_name, tuple(r.column_names)) for r in rows} == {(t, tuple(n)) for t, n in shapes.items()}
+    assert all(len(r.column_kinds) == len(r.column_names) and all(r.column_kinds) for r in rows)
 
 
-def test_each_typed_table_gets_its_own_tables_rows_in_its_own_struct(decoded: tuple[GoldInputs, DataFrame]) -> None:
+def test_each_typed_table_gets_its_own_tables_rows_in_its_own_struct(
+    spark: SparkSession, decoded: tuple[GoldInputs, DataFrame]
+) -> None:
     inputs, out = decoded
     counts = {}
     for index, name in enumerate(inputs.tables):
@@ -131,8 +145,9 @@ def test_each_typed_table_gets_its_own_tables_rows_in_its_own_struct(decoded: tu
         assert typed.columns == spec.names
         assert typed.schema["after"].dataType == inputs.images[index]
         counts[name] = typed.count()
-    changes = out.transform(changes_of("gold-run")).groupBy("schema_name", "table_name").count().collect()
-    assert counts == {gold_table_name(r.schema_name, r.table_name): r["count"] for r in changes}
+    changes = out.transform(changes_of("gold-run", plan_columns(spark, inputs)))
+    per_table = changes.groupBy("schema_name", "table_name").count().collect()
+    assert counts == {gold_table_name(r.schema_name, r.table_name): r["count"] for r in per_table}
     assert sorted(counts) == ["shop__carts", "shop__customers", "shop__order_items", "shop__orders", "shop__products"]
 
 
