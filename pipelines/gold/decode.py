@@ -521,7 +521,8 @@ class GoldDecoder:
         for side, images in (("before", rows.before), ("after", rows.after)):
             image_type: pa.StructType = struct_type.field(side).type
             blank = [None] * image_type.num_fields
-            fields = zip(*[blank if image is None else image for image in images], strict=True)  # transposed in C
+            filled = [blank if image is None else image for image in images]
+            fields = zip(*filled, strict=True) if filled else [()] * image_type.num_fields  # transposed in C
             children = [pa.array(values, type=image_type.field(k).type) for k, values in enumerate(fields)]
             mask = pa.array([image is None for image in images], type=pa.bool_())
             sides.append(pa.StructArray.from_arrays(children, fields=list(image_type), mask=mask))

@@ -284,6 +284,21 @@ def test_a_rows_event_cut_short_keeps_the_rows_before_the_damage_and_is_a_malfor
     assert [r["problem_body"] for r in cut if r["kind"] == "problem"] == [event["body"][:-3]]
 
 
+def test_a_rows_event_cut_short_inside_its_first_row_is_a_malformed_problem_and_no_row() -> None:
+    # alone in its batch: its table's output holds no row at all, only the problem does
+    inputs = gold_inputs([FIXTURES / "full" / "mysql-bin.000003"])
+    event = inputs.rows[0]
+
+    def decoded(body: bytes) -> list[dict[str, Any]]:
+        return [r for b in inputs.decode([{**event, "body": body}]) for r in b.to_pylist()]
+
+    body = event["body"]
+    length = next(n for n in range(len(body) - 1, 0, -1) if not [r for r in decoded(body[:n]) if r["kind"] == "change"])
+    out = decoded(body[:length])
+    assert [(r["kind"], r["code"], r["event_first"]) for r in out] == [("problem", "MALFORMED", True)]
+    assert "row 0" in out[0]["path"]
+
+
 def test_each_rows_event_has_one_first_row_whether_it_decodes_is_cut_short_or_has_no_map() -> None:
     inputs = gold_inputs([FIXTURES / "full" / "mysql-bin.000003"])
     cut, whole, unmapped = inputs.rows[0], inputs.rows[1], inputs.rows[2]
