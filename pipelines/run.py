@@ -53,7 +53,7 @@ STAGES = ("bronze", "silver", "gold", "current")
 UPSTREAM = {"silver": "bronze", "gold": "silver", "current": "gold"}
 """The stage each stage builds from."""
 
-HANDED_ON = {"gold": "current"}
+HANDED_ON = {"silver": "gold", "gold": "current"}
 """Stage -> the stage after it that reads its in-run frames (``Context.handed``): they stay kept until
 that stage has run, instead of being read back from the tables just written."""
 

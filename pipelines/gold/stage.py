@@ -4,7 +4,8 @@
 has still to build waits), and:
 
 1. collects the distinct **plans** of those files' TABLE_MAPs from silver ``table_maps``
-   (one per ``plan_key``: the map's shape, its FORMAT_DESCRIPTION, the columns silver resolved)
+   (one per ``plan_key``: the map's shape, its FORMAT_DESCRIPTION, the columns silver resolved;
+   from silver's in-run frame when silver built those files in the same run)
    and, on the driver, the typed layout of every gold table they feed (stored fields first);
 2. joins the bronze rows events (only that partition is read) with the maps' keys on the map
    position bronze recorded -- an equi-join against a broadcast key table, no sort;
@@ -49,6 +50,7 @@ from pipelines.gold.transforms import (
 from pipelines.gold.types import column_kind
 from pipelines.progress import file_predicate
 from pipelines.quality.rules import FIRST_OFFSETS
+from pipelines.silver.stage import SilverOutput
 from pipelines.silver.transforms import trusted
 from pipelines.stage import Built, Context
 from pipelines.storage import Table, Write
@@ -214,6 +216,15 @@ def _rows_events(row: dict[str, Any]) -> int:
     return 0 if row["status"] == DUPLICATE else int(row["rows_events"] or 0)
 
 
+def _table_maps(ctx: Context, files: list[str]) -> DataFrame:
+    """Silver's ``table_maps`` rows of ``files``: from the frame silver built them in, when silver built
+    every one of them in this run (no Delta snapshot to plan, no file read again), else from the table."""
+    handed = ctx.handed.get(Layer.SILVER.value)
+    if isinstance(handed, SilverOutput) and handed.built_maps is not None and set(files) <= set(handed.files):
+        return handed.built_maps.where(file_predicate(files))
+    return ctx.lake.read_or_empty(TABLE_MAPS).where(file_predicate(files))
+
+
 class GoldStage:
     """Gold: the change tables (see the module doc)."""
 
@@ -268,7 +279,7 @@ class GoldStage:
             (f, int(at)): text for f in pending for at, text in (files[f]["format_descriptions"] or {}).items()
         }
         images = [layouts[n].struct_type() for n in names]
-        maps = lake.read_or_empty(TABLE_MAPS).where(predicate).select("file", "offset", "inner_index", "plan_key")
+        maps = _table_maps(ctx, pending).select("file", "offset", "inner_index", "plan_key")
         decoded = out.kept.keep(
             rows_input(events, maps).transform(
                 decode_rows_events(plans, images, names, servers, decode_options(ctx.cfg), descriptions)
@@ -292,7 +303,7 @@ class GoldStage:
         if not files:
             return [], {}
         known = ctx.state.files()
-        maps = ctx.lake.read_or_empty(TABLE_MAPS).where(file_predicate(files))
+        maps = _table_maps(ctx, files)
         rows = (
             maps.groupBy("file", "plan_key")
             .agg(

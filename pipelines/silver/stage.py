@@ -134,6 +134,9 @@ class SilverOutput(Built):
     """What one silver build produced for ``files`` (and ``rebuilt``: files resolved again)."""
 
     table_maps: DataFrame | None = None
+    built_maps: DataFrame | None = None
+    """The ``table_maps`` rows of ``files`` decoded in this run (kept): what gold reads for those files in
+    the same run, instead of the table just written (:data:`pipelines.run.HANDED_ON`)."""
     table_id_lifecycle: DataFrame | None = None
     ddl_events: DataFrame | None = None
     schema_history: DataFrame | None = None
@@ -281,6 +284,7 @@ class SilverStage:
         replayed_frame = _replay_frame(spark, results)
         new_maps = maps_out.where(F.col("problem_code").isNull()).withColumn("run_id", F.lit(ctx.run_id))
         table_maps = kept.keep(new_maps.transform(resolve_columns(history_frame)))
+        out.built_maps = table_maps.transform(conform(TABLE_MAPS))
         ddl_events = kept.keep(new_queries.transform(with_replay(replayed_frame, ctx.run_id)))
         # files built before whose names or DDL outcome the new history changes
         again = self._resolved_again(ctx, pending, servers, history_frame)

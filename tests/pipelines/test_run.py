@@ -26,6 +26,7 @@ from conf import AppConfig, InputSettings, StorageSettings
 from conf.models import CurrentSettings, QualitySettings
 from pipelines.current.stage import CurrentStage
 from pipelines.exits import Exit
+from pipelines.gold.stage import GoldStage
 from pipelines.run import DdlCoverage, RunReport, as_json, run
 from pipelines.storage import Lakehouse, Layer, Table
 
@@ -347,22 +348,32 @@ def test_a_stage_run_alone_before_its_upstream_exits_with_the_upstream_code(
     assert (silver.exit_code, gold.exit_code, gold.files_built["gold"]) == (EXIT_OK, EXIT_OK, 1)
 
 
-def test_the_current_stage_replays_what_gold_built_in_the_same_run_from_its_frames_and_the_rest_from_the_tables(
+def test_gold_and_the_current_stage_read_what_the_stage_before_built_in_the_same_run_from_its_frames_else_the_tables(
     spark: SparkSession, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    read_by_current: list[list[str]] = []
-    build, read = CurrentStage.build, Lakehouse.read
+    building: list[str] = []
+    read_by: dict[str, list[set[str]]] = {"gold": [], "current": []}
+    reads_of = {"gold": Layer.SILVER, "current": Layer.GOLD}
+    read = Lakehouse.read
 
-    def recording_build(self: CurrentStage, ctx: Any) -> Any:
-        read_by_current.append([])
-        return build(self, ctx)
+    def recording(stage: str, build: Any) -> Any:
+        def recorded(self: Any, ctx: Any) -> Any:
+            read_by[stage].append(set())
+            building.append(stage)
+            try:
+                return build(self, ctx)
+            finally:
+                building.pop()
+
+        return recorded
 
     def recording_read(self: Lakehouse, table: Any) -> Any:
-        if read_by_current and table.layer is Layer.GOLD:
-            read_by_current[-1].append(table.name)
+        if building and table.layer is reads_of[building[-1]]:
+            read_by[building[-1]][-1].add(table.name)
         return read(self, table)
 
-    monkeypatch.setattr(CurrentStage, "build", recording_build)
+    monkeypatch.setattr(GoldStage, "build", recording("gold", GoldStage.build))
+    monkeypatch.setattr(CurrentStage, "build", recording("current", CurrentStage.build))
     monkeypatch.setattr(Lakehouse, "read", recording_read)
     binlogs = tmp_path / "binlogs"
     for name in ("mysql-bin.000001", "mysql-bin.000002"):
@@ -371,15 +382,17 @@ def test_the_current_stage_replays_what_gold_built_in_the_same_run_from_its_fram
     apart = config(binlogs, tmp_path / "apart")
 
     reports = [run(spark, together, err=io.StringIO(), progress_every=None)]
-    reports.append(run(spark, apart, ["bronze", "silver", "gold"], err=io.StringIO(), progress_every=None))
-    reports.append(run(spark, apart, ["current"], err=io.StringIO(), progress_every=None))
+    for stages in (["bronze", "silver"], ["gold"], ["current"]):
+        reports.append(run(spark, apart, stages, err=io.StringIO(), progress_every=None))
 
-    assert [r.exit_code for r in reports] == [EXIT_OK] * 3
+    assert [r.exit_code for r in reports] == [EXIT_OK] * 4
     gold = sorted(t for t in Lakehouse(spark, apart.storage).tables(Layer.GOLD) if t != "changes")
-    assert gold and reports[0].current_tables == reports[2].current_tables == len(gold)
-    # the run that built gold replays from gold's frames; a run of the current stage alone reads the tables
-    assert read_by_current == [[], sorted(gold)]
-    for layer in (Layer.CURRENT, Layer.HISTORY):
-        for name in gold:
-            built = [Lakehouse(spark, c.storage).read(Table(layer, name)) for c in (together, apart)]
-            assert Counter(built[0].collect()) == Counter(built[1].collect()), f"{layer.value}.{name}"
+    assert gold and reports[0].current_tables == reports[3].current_tables == len(gold)
+    # the run that built silver and gold reads their frames; a stage run alone reads the tables
+    assert read_by == {"gold": [set(), {"table_maps"}], "current": [set(), set(gold)]}
+    for layer in (Layer.GOLD, Layer.CURRENT, Layer.HISTORY):
+        for name in [*gold, "changes"] if layer is Layer.GOLD else gold:
+            built = [Lakehouse(spark, c.storage).read(Table(layer, name)).drop("run_id") for c in (together, apart)]
+            assert Counter(map(repr, built[0].collect())) == Counter(map(repr, built[1].collect())), (
+                f"{layer.value}.{name}"
+            )
