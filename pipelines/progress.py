@@ -81,12 +81,7 @@ class LakeState:
     def files(self) -> dict[str, dict[str, Any]]:
         """Every ``binlog_files`` row, by file."""
         if self._files is None:
-            lake = self.lake
-            self._files = (
-                {row.file: row.asDict() for row in lake.read(BINLOG_FILES).collect()}
-                if lake.exists(BINLOG_FILES)
-                else {}
-            )
+            self._files = {row["file"]: row for row in self.lake.rows(BINLOG_FILES)}
         return self._files
 
     def know_files(self, rows: dict[str, dict[str, Any]]) -> None:
@@ -102,9 +97,7 @@ class LakeState:
     def progress(self, layer: Layer) -> dict[str, dict[str, Any]]:
         """The progress rows of ``layer``, by file."""
         if self._progress is None:
-            lake = self.lake
-            rows = lake.read(PROGRESS).collect() if lake.exists(PROGRESS) else []
-            self._progress = {(row.layer, row.file): row.asDict() for row in rows}
+            self._progress = {(row["layer"], row["file"]): row for row in self.lake.rows(PROGRESS)}
         return {file: row for (name, file), row in self._progress.items() if name == layer.value}
 
     def record(self, layer: Layer, rows: Sequence[dict[str, Any]]) -> None:

@@ -32,7 +32,6 @@ from datetime import UTC, datetime
 from typing import Any, TextIO
 
 from pyspark.sql import SparkSession
-from pyspark.sql import functions as F
 
 from conf.models import AppConfig
 from pipelines.bronze.discover import list_files
@@ -41,7 +40,7 @@ from pipelines.control import Interrupted
 from pipelines.current.stage import CurrentStage
 from pipelines.exits import SHORT, Exit
 from pipelines.gold.stage import GoldStage
-from pipelines.progress import LakeState, SparkProgress, file_predicate
+from pipelines.progress import LakeState, SparkProgress
 from pipelines.quality.gate import GateFailed, GateOutcome, run_gate
 from pipelines.quality.gx import QualityProject, project_folder
 from pipelines.silver.stage import SilverStage
@@ -399,20 +398,15 @@ def _not_built_upstream(ctx: Context, name: str, out: Built) -> str | None:
 def bad_input(ctx: Context) -> Counter[Reason]:
     """Error-severity quarantine rows of the input's files (every file bronze knows that is still
     listed), by reason, whichever run wrote them."""
-    lake = ctx.lake
-    if not lake.exists(QUARANTINE):
-        return Counter()
     files = ctx.state.listed if ctx.state.listed is not None else list(ctx.state.files())
     if not files:
         return Counter()
-    rows = (
-        lake.read(QUARANTINE)
-        .where((F.col("severity") == "error") & F.expr(file_predicate(files)))
-        .groupBy("stage", "code", "severity")
-        .agg(F.count(F.lit(1)).alias("n"))
-        .collect()
+    listed = set(files)
+    return Counter(
+        (row["stage"], row["code"], row["severity"])
+        for row in ctx.lake.rows(QUARANTINE, ["stage", "code", "severity", "file"])
+        if row["severity"] == "error" and row["file"] in listed
     )
-    return Counter({(r.stage, r.code, r.severity): int(r.n) for r in rows})
 
 
 def _quarantine_lines(reasons: Counter[Reason], indent: str) -> list[str]:

@@ -38,11 +38,14 @@ import threading
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
-from typing import BinaryIO, Literal, Protocol, cast
+from datetime import UTC, datetime, timedelta
+from typing import Any, BinaryIO, Literal, Protocol, cast
 from urllib.parse import SplitResult, quote, urlsplit
 
 import pyarrow as pa
 from delta.tables import DeltaTable
+from deltalake import DeltaTable as DeltaRsTable
+from deltalake.exceptions import DeltaProtocolError
 from pyarrow import fs as pafs
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
@@ -50,6 +53,8 @@ from pyspark.sql.types import BooleanType
 from pyspark.util import inheritable_thread_target
 
 from conf import StorageSettings
+from conf.paths import local_path_of
+from pipelines.query.lake import S3_SCHEMES, delta_storage_options
 from pipelines.tables import Col, Layer, TableSpec, conform
 
 
@@ -205,6 +210,33 @@ class Lakehouse:
     def read(self, table: TableRef) -> DataFrame:
         """The table's current version (it must exist)."""
         return self.spark.read.format("delta").load(self.path(table))
+
+    def rows(self, table: TableRef, columns: Sequence[str] | None = None) -> list[dict[str, Any]]:
+        """Every row of a small table (one row per file: ``binlog_files``, ``_state`` tables; or a
+        few small ``columns`` of one) as ``Row.asDict()`` of Spark's ``collect`` gives it; none
+        before its first write.
+
+        Read on the driver by delta-rs where it can (the lake on a local file system or S3:
+        :func:`small_table_rows`), so a run spends no Spark job and no Delta snapshot on its
+        bookkeeping; through Spark otherwise (another scheme, or a table delta-rs cannot read).
+        """
+        if not self.exists(table):
+            return []
+        location = self.qualified(table)
+        scheme = urlsplit(location).scheme.lower()
+        if scheme in DELTA_RS_SCHEMES:
+            hadoop = hadoop_filesystem_options(self.spark) if scheme != "file" else {}
+            found = small_table_rows(location, hadoop, columns)
+            if found is not None:
+                return found
+        frame = self.read(table)
+        return [row.asDict() for row in (frame if columns is None else frame.select(*columns)).collect()]
+
+    def qualified(self, table: TableRef) -> str:
+        """The table's location as the file system Spark writes it with names it (``file:/...``,
+        ``s3a://...``): a path without a scheme resolves against Hadoop's default file system."""
+        hadoop_path, fs = self._filesystem(self.path(table))
+        return str(fs.makeQualified(hadoop_path).toUri().toString())  # type: ignore[attr-defined]
 
     def read_or_empty(self, spec: TableSpec) -> DataFrame:
         """The table, or an empty frame of its schema before its first write."""
@@ -459,6 +491,89 @@ class ArrowTarget:
     filesystem: str
     kwargs: Mapping[str, object]
     path: str
+
+
+DELTA_RS_SCHEMES = frozenset({"file", *S3_SCHEMES})
+"""Where :meth:`Lakehouse.rows` reads small tables with delta-rs on the driver."""
+
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+_MICROSECOND = timedelta(microseconds=1)
+
+Convert = Callable[[Any], Any]
+
+
+def _local_timestamp(value: datetime) -> datetime:
+    """An instant as PySpark's ``collect`` gives a ``timestamp``: naive, in the driver's local time."""
+    micros = (value - _EPOCH) // _MICROSECOND
+    return datetime.fromtimestamp(micros // 1_000_000).replace(microsecond=micros % 1_000_000)
+
+
+def _plain(value: Any) -> Any:
+    return value
+
+
+def _map_of(data_type: pa.DataType) -> Convert | None:
+    key, item = _converter(data_type.key_type), _converter(data_type.item_type)
+    if key is None or item is None:
+        return None
+    return lambda value: None if value is None else {key(k): item(v) for k, v in value}
+
+
+def _list_of(data_type: pa.DataType) -> Convert | None:
+    element = _converter(data_type.value_type)
+    if element is None:
+        return None
+    return lambda value: None if value is None else [element(v) for v in value]
+
+
+def _timestamp(data_type: pa.DataType) -> Convert:
+    if data_type.tz is None:  # timestamp_ntz: a wall-clock value, as Spark gives it
+        return _plain
+    return lambda value: None if value is None else _local_timestamp(value)
+
+
+_CONVERTERS: tuple[tuple[Callable[[pa.DataType], bool], Callable[[pa.DataType], Convert | None]], ...] = (
+    (pa.types.is_map, _map_of),
+    (pa.types.is_list, _list_of),
+    (pa.types.is_large_list, _list_of),
+    (pa.types.is_timestamp, _timestamp),
+    (pa.types.is_string, lambda _: _plain),
+    (pa.types.is_large_string, lambda _: _plain),
+    (pa.types.is_integer, lambda _: _plain),
+    (pa.types.is_boolean, lambda _: _plain),
+    (pa.types.is_floating, lambda _: _plain),
+)
+"""Arrow type -> how ``to_pylist`` values become what Spark's ``collect`` gives (the types of the
+small tables; any other type is read through Spark)."""
+
+
+def _converter(data_type: pa.DataType) -> Convert | None:
+    return next((make(data_type) for matches, make in _CONVERTERS if matches(data_type)), None)
+
+
+def small_table_rows(
+    location: str, hadoop: Mapping[str, str], columns: Sequence[str] | None = None
+) -> list[dict[str, Any]] | None:
+    """Every row of the Delta table at ``location`` (``file:`` or S3 URI; only ``columns`` when
+    given), read by delta-rs, as
+    ``Row.asDict()`` of Spark's ``collect``; None when delta-rs cannot (a table feature it does not
+    read, a column type :data:`_CONVERTERS` does not map): the caller reads it through Spark."""
+    local = local_path_of(location)
+    try:
+        table = DeltaRsTable(
+            local or location, storage_options=None if local else delta_storage_options(location, hadoop) or None
+        ).to_pyarrow_table(columns=None if columns is None else list(columns))
+    except DeltaProtocolError:
+        return None
+    converters = [_converter(f.type) for f in table.schema]
+    if any(convert is None for convert in converters):
+        return None
+    columns = [
+        [convert(v) for v in column.to_pylist()]  # type: ignore[misc]
+        for convert, column in zip(converters, table.columns, strict=True)
+    ]
+    names = table.schema.names
+    return [dict(zip(names, values, strict=True)) for values in zip(*columns, strict=True)] if columns else []
 
 
 def hadoop_filesystem_options(spark: SparkSession) -> dict[str, str]:
@@ -797,4 +912,5 @@ __all__ = [
     "hadoop_filesystem_options",
     "open_arrow_input",
     "s3_filesystem_kwargs",
+    "small_table_rows",
 ]

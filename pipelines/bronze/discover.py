@@ -378,9 +378,7 @@ def decide(listed: ListedFile, previous: dict[str, Any] | None) -> WorkItem | No
 
 def known_files(lake: Lakehouse) -> dict[str, dict[str, Any]]:
     """Every ``binlog_files`` row, by file (the table is one small row per file)."""
-    if not lake.exists(BINLOG_FILES):
-        return {}
-    return {row.file: row.asDict() for row in lake.read(BINLOG_FILES).collect()}
+    return {row["file"]: row for row in lake.rows(BINLOG_FILES)}
 
 
 def discover(spark: SparkSession, settings: InputSettings, lake: Lakehouse) -> Discovery:

@@ -349,20 +349,23 @@ class GoldStage:
 
     def _stored_usages(self, ctx: Context, pending: list[str]) -> list[_Usage]:
         """The plans the files built before use, as gold recorded them (``_state/gold_plans``)."""
-        lake = ctx.lake
-        if not lake.exists(GOLD_PLANS):
-            return []
-        rows = lake.read(GOLD_PLANS).where(~F.expr(file_predicate(pending))).collect()
+        building = set(pending)
         return [
             _Usage(
-                r.file,
-                r.plan_key,
-                r.gold_table,
-                list(r.column_names),
-                list(r.column_kinds),
-                (r.first_sequence if r.first_sequence is not None else -1, r.file, r.first_offset, r.first_inner_index),
+                r["file"],
+                r["plan_key"],
+                r["gold_table"],
+                list(r["column_names"]),
+                list(r["column_kinds"]),
+                (
+                    r["first_sequence"] if r["first_sequence"] is not None else -1,
+                    r["file"],
+                    r["first_offset"],
+                    r["first_inner_index"],
+                ),
             )
-            for r in rows
+            for r in ctx.lake.rows(GOLD_PLANS)
+            if r["file"] not in building
         ]
 
     def _layouts(

@@ -14,6 +14,8 @@ import shutil
 import subprocess
 import sys
 import textwrap
+import time
+import uuid
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -635,3 +637,77 @@ def test_a_merge_with_keep_deletes_the_rows_it_marks_gone_and_inserts_only_the_k
     for _ in range(2):  # merging the same rows again changes nothing
         lake.write(Write(spec, again, mode="merge", keep="keep"))
         assert sorted(lake.read(spec).collect()) == [Row(id=1, v=10), Row(id=4, v=4)]
+
+
+# Small tables read on the driver ---------------------------------------------------------------------
+
+
+SMALL_ROWS = (
+    "id long, name string, n int, ok boolean, at timestamp, wall timestamp_ntz, "
+    "counts map<string,long>, described map<long,string>, names array<string>"
+)
+
+
+def _jobs_of(spark: SparkSession, read: Any) -> tuple[Any, list[int]]:
+    """What ``read()`` returns, and the Spark jobs it ran."""
+    context = spark.sparkContext
+    group = f"small-table-read-{uuid.uuid4().hex}"
+    context.setJobGroup(group, "rows read on the driver")
+    try:
+        found = read()
+    finally:
+        context.setLocalProperty("spark.jobGroup.id", None)  # type: ignore[arg-type]
+    return found, list(context.statusTracker().getJobIdsForGroup(group))
+
+
+def test_a_small_table_is_read_on_the_driver_without_a_spark_job_as_spark_collects_it(
+    spark: SparkSession, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("TZ", "America/New_York")  # a timestamp reads in the local time zone, as PySpark gives it
+    time.tzset()
+    try:
+        lake = Lakehouse(spark, StorageSettings(root=str(tmp_path / "lake"), register_tables=False))
+        spec = TableSpec(Layer.STATE, "small", "a small table", (), ("id",))
+        frame = spark.createDataFrame(
+            [
+                (
+                    1,
+                    "a",
+                    7,
+                    True,
+                    datetime(2024, 3, 1, 11, 3, 4, 123456),
+                    datetime(2024, 3, 1, 11, 3),
+                    {"events": 281, "gaps": 0},
+                    {4: '{"binlog_version": 4}'},
+                    ["x", "y"],
+                ),
+                (2, None, None, None, None, None, {}, {}, []),
+                (3, "c", -1, False, datetime(1999, 12, 31, 23, 59, 59, 1), None, None, None, None),
+            ],
+            SMALL_ROWS,
+        )
+        assert _jobs_of(spark, lambda: lake.rows(spec))[0] == []  # before its first write
+        frame.write.format("delta").save(lake.path(spec))
+        collected = sorted((row.asDict() for row in lake.read(spec).collect()), key=lambda r: r["id"])
+        found, jobs = _jobs_of(spark, lambda: lake.rows(spec))
+        assert jobs == []
+        assert sorted(found, key=lambda r: r["id"]) == collected
+        assert all(list(row) == lake.read(spec).columns for row in found)  # the table's column order
+        assert collected[0]["at"] == datetime(2024, 3, 1, 11, 3, 4, 123456)
+    finally:
+        monkeypatch.undo()
+        time.tzset()
+
+
+def test_a_small_table_with_a_type_the_driver_read_does_not_map_is_collected_through_spark_unless_left_out(
+    spark: SparkSession, tmp_path: Path
+) -> None:
+    lake = Lakehouse(spark, StorageSettings(root=str(tmp_path / "lake"), register_tables=False))
+    spec = TableSpec(Layer.STATE, "bodies", "a table with bytes", (), ("id",))
+    spark.createDataFrame([(1, bytearray(b"\x00\xfe"), "k")], "id long, body binary, code string").write.format(
+        "delta"
+    ).save(lake.path(spec))
+    found, jobs = _jobs_of(spark, lambda: lake.rows(spec))
+    assert found == [{"id": 1, "body": bytearray(b"\x00\xfe"), "code": "k"}] and jobs  # through Spark
+    found, jobs = _jobs_of(spark, lambda: lake.rows(spec, ["code", "id"]))
+    assert found == [{"code": "k", "id": 1}] and jobs == []
