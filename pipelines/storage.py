@@ -14,6 +14,10 @@ the table's key, and each is one Delta commit, so a run killed mid-write leaves 
 version.  :meth:`Lakehouse.write_all` runs independent writes side by side (each one Delta
 commit, several Spark jobs at once): most of a small write is fixed cost on the driver.
 
+The small bookkeeping tables a run reads whole (``binlog_files``, ``_state/progress``, ...) are
+read by :meth:`Lakehouse.rows` on the driver with delta-rs (local and S3 lakes), in the shape
+Spark's ``collect`` gives: no Spark job, no Delta snapshot, for what every run consults first.
+
 Tables are registered as external tables by location, once: the registrations made are
 remembered in ``<root>/_state/registered.json`` (with the catalog they were made in), so a run
 that creates no table touches no catalog; with a catalog that outlives the session
