@@ -107,6 +107,13 @@ def test_a_run_reading_s3a_binlogs_into_s3a_tables_builds_the_lake_a_local_run_b
     files = DeltaTable(f"{root}/bronze/binlog_files", storage_options=delta_storage_options(root, s3_server.hadoop()))
     assert sorted(files.to_pyarrow_table().column("file").to_pylist()) == binlogs
 
+    # run again with nothing new: the bookkeeping is read from S3 on the driver, not by Spark jobs
+    again = cli("run", "--config", str(config), "--progress-every", "0", "--summary-json", str(summary_json))
+    assert again.returncode == Exit.OK, (again.stdout, again.stderr)
+    rerun = json.loads(summary_json.read_text(encoding="utf-8"))
+    assert not any(rerun["this_run"]["files_built"].values()) and rerun["lakehouse"] == summary["lakehouse"]
+    assert not any(rerun["spark_jobs"].values()), rerun["spark_jobs"]
+
     statement = "SELECT count(*) AS n FROM binlog_gold.shop__orders"
     queried = cli("sql", "--config", str(config), "--format", "jsonl", statement)
     assert queried.returncode == Exit.OK, queried.stderr
