@@ -49,7 +49,7 @@ from urllib.parse import SplitResult, quote, urlsplit
 import pyarrow as pa
 from delta.tables import DeltaTable
 from deltalake import DeltaTable as DeltaRsTable
-from deltalake.exceptions import DeltaProtocolError
+from deltalake.exceptions import DeltaError
 from pyarrow import fs as pafs
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
@@ -559,15 +559,18 @@ def small_table_rows(
     location: str, hadoop: Mapping[str, str], columns: Sequence[str] | None = None
 ) -> list[dict[str, Any]] | None:
     """Every row of the Delta table at ``location`` (``file:`` or S3 URI; only ``columns`` when
-    given), read by delta-rs, as
-    ``Row.asDict()`` of Spark's ``collect``; None when delta-rs cannot (a table feature it does not
-    read, a column type :data:`_CONVERTERS` does not map): the caller reads it through Spark."""
+    given), read by delta-rs, as ``Row.asDict()`` of Spark's ``collect``.
+
+    None when delta-rs cannot: a table feature it does not read, a store it cannot reach with the
+    settings translated from Hadoop's (a credential provider of S3A's it has no equivalent for),
+    a column type :data:`_CONVERTERS` does not map. The caller then reads the table through Spark,
+    the reference, which reads it or fails with its own error."""
     local = local_path_of(location)
     try:
         table = DeltaRsTable(
             local or location, storage_options=None if local else delta_storage_options(location, hadoop) or None
         ).to_pyarrow_table(columns=None if columns is None else list(columns))
-    except DeltaProtocolError:
+    except (DeltaError, OSError):
         return None
     converters = [_converter(f.type) for f in table.schema]
     if any(convert is None for convert in converters):
