@@ -14,6 +14,7 @@ from pyspark.sql import functions as F
 
 from conf import SparkSettings
 from pipelines.session import (
+    CALL_SITES,
     DELTA_CATALOG,
     DELTA_EXTENSION,
     DELTA_LOG_CACHE_SIZE,
@@ -69,6 +70,7 @@ def test_options_enable_delta_utc_and_the_delta_package_when_this_process_starts
         "spark.ui.enabled": "false",
         "spark.ui.showConsoleProgress": "false",
         "spark.databricks.delta.delta.log.cacheSize": str(DELTA_LOG_CACHE_SIZE),
+        CALL_SITES: "false",
         "spark.driver.extraJavaOptions": GARBAGE_COLLECTOR,
         "spark.sql.shuffle.partitions": "4",
     }
@@ -405,6 +407,21 @@ def test_a_column_of_few_values_keeps_its_parquet_dictionary_and_one_of_many_is_
     assert spark.conf.get("parquet.dictionary.page.size") == str(DICTIONARY_PAGE_BYTES)
     assert op.has_dictionary_page and "PLAIN" not in op.encodings
     assert not key.has_dictionary_page and "PLAIN" in key.encodings
+
+
+@pytest.mark.spark
+def test_dataframe_calls_of_the_session_capture_no_python_call_site_for_error_messages(spark: SparkSession) -> None:
+    frame = spark.range(3).select((F.col("id") / F.lit(0)).alias("q"))  # this file's line, were it captured
+    ansi = spark.conf.get("spark.sql.ansi.enabled")
+    spark.conf.set("spark.sql.ansi.enabled", "true")
+    try:
+        with pytest.raises(Exception, match="DIVIDE_BY_ZERO") as failure:
+            frame.collect()
+    finally:
+        spark.conf.set("spark.sql.ansi.enabled", ansi)
+
+    assert Path(__file__).name not in str(failure.value)
+    assert spark.conf.get(CALL_SITES) == "false"
 
 
 @pytest.mark.spark
