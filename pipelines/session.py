@@ -121,7 +121,7 @@ CALL_SITES = "spark.python.sql.dataFrameDebugging.enabled"
 messages: on by default, it costs each such call a walk of the Python stack, a failed ``import
 IPython`` and four more round trips to the JVM. The stages build their plans from thousands of those
 calls; with the capture off, a run over one new sample file in a warm session sends about 14,000
-commands to the JVM instead of 33,000 and takes about 6 % less time. The errors a run reports are the
+commands to the JVM instead of 33,000 and takes about 7 % less time. The errors a run reports are the
 pipeline's own, naming the file, offset and event; ``conf`` can turn the capture back on. A static
 setting: it is given when the session starts."""
 
