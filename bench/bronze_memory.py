@@ -11,7 +11,7 @@
    The default source is a fixture file written by MariaDB 10.11 (row events with annotations,
    about 540 bytes per event).
 2. Runs the bronze stage (``BronzeStage.build`` + ``write``) on it with the Spark settings of ``conf/local.yaml``
-   (``driver_memory: 2g``), the master forced to ``local[2]`` and the UI off, while a thread
+   (``driver_memory: 1536m``), the master forced to ``local[2]`` and the UI off, while a thread
    samples ``/proc`` every 0.2 s: resident memory of the driver JVM, of the Python workers it
    forks, and of this driver process.
 3. Prints the file size, events, wall time of framing (``build_bronze``: discovery, framing,

@@ -12,7 +12,7 @@ Each round, each in a fresh process:
 1. ``decoder``: ``binlog_core.decoder.decode_file`` over the file, every value of every row
    change touched, pinned to one CPU (``decode_throughput.py``'s ``ours``).
 2. ``pipeline``: a new lakehouse under ``--out``; a Spark session with the settings of
-   ``--config`` (``conf/local.yaml``: ``driver_memory: 2g``), the master forced to ``local[2]``
+   ``--config`` (``conf/local.yaml``: ``driver_memory: 1536m``), the master forced to ``local[2]``
    and the UI off; then one ``run`` of bronze, silver and gold, quality gates included, as the
    ``binlog-lakehouse run`` job does; the end-to-end time counts the session's start, and each
    stage's time, Spark jobs and Delta commits come from the run's report. A thread samples the

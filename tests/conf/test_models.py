@@ -49,7 +49,7 @@ def test_conf_folder_holds_the_local_and_cluster_configs() -> None:
 def test_default_config_is_local_yaml_with_local_master_and_delta_package() -> None:
     cfg = load_config(env={})
     assert cfg.spark.master == "local[*]"
-    assert cfg.spark.driver_memory == "2g"
+    assert cfg.spark.driver_memory == "1536m"
     assert cfg.spark.packages == ["io.delta:delta-spark_4.2_2.13:4.4.0"]
     assert cfg.storage.root == str(PROJECT_ROOT / "lakehouse")
 

@@ -5,8 +5,10 @@ from __future__ import annotations
 import json
 import os
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
+import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 from pyspark.sql import Row, SparkSession
@@ -14,6 +16,7 @@ from pyspark.sql import functions as F
 
 from conf import SparkSettings
 from pipelines.session import (
+    ARROW_BATCH_ROWS,
     CALL_SITES,
     DELTA_CATALOG,
     DELTA_EXTENSION,
@@ -407,6 +410,20 @@ def test_a_column_of_few_values_keeps_its_parquet_dictionary_and_one_of_many_is_
     assert spark.conf.get("parquet.dictionary.page.size") == str(DICTIONARY_PAGE_BYTES)
     assert op.has_dictionary_page and "PLAIN" not in op.encodings
     assert not key.has_dictionary_page and "PLAIN" in key.encodings
+
+
+@pytest.mark.spark
+def test_a_python_task_of_the_session_receives_arrow_batches_of_at_most_its_batch_rows(spark: SparkSession) -> None:
+    def sizes(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        for batch in batches:
+            yield pa.RecordBatch.from_pydict({"rows": [batch.num_rows]})
+
+    # 6,000 rows in one partition: one batch at Spark's default of 10,000
+    received = [r.rows for r in spark.range(6000).coalesce(1).mapInArrow(sizes, "rows long").collect()]
+
+    assert spark.conf.get("spark.sql.execution.arrow.maxRecordsPerBatch") == str(ARROW_BATCH_ROWS)
+    assert sum(received) == 6000
+    assert max(received) <= ARROW_BATCH_ROWS and len(received) >= 6000 // ARROW_BATCH_ROWS
 
 
 @pytest.mark.spark
