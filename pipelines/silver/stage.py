@@ -18,7 +18,9 @@ bodies once (``mapInArrow``), never a row image:
 When a build changes a server's history (a late file with earlier DDL, a seed added later),
 files already built whose maps read names from that history are resolved again, and those whose
 resolution (or whose DDL replay outcome) changed are rewritten in the same run and become pending
-for gold.  Maps that carry their own names (``binlog_row_metadata=FULL``) never depend on it.
+for gold.  Maps that carry their own names (``binlog_row_metadata=FULL``) never depend on it:
+each file's silver progress counts its maps without names (``maps_without_names``), and only the
+files that have some are read again (none, on a server that logs full metadata).
 
 Decoding failures go to the quarantine table with ``stage = 'silver'``.
 """
@@ -68,6 +70,10 @@ from pipelines.tables import (
 
 SEED = "seed:"
 """Progress key of the seed snapshot (``_state/progress`` row of layer silver, file ``seed:<path>``)."""
+
+NAMELESS_MAPS = "maps_without_names"
+"""Silver progress count of a file's decoded maps without column names: the files a changed
+schema history may name differently (none when every map has its names)."""
 
 _ERRORS = [
     StructField("problem_code", StringType(), True),
@@ -377,13 +383,24 @@ class SilverStage:
         return by_server
 
     def _resolved_again(self, ctx: Context, pending: list[str], servers: list[str], history: DataFrame) -> list[str]:
-        """Files built before (of ``servers``) whose maps without names resolve differently now."""
+        """Files built before (of ``servers``) whose maps without names resolve differently now.
+
+        Only the files whose progress counts maps without names (or does not say: built before the
+        count was kept) are read again: none, when every stored map of the servers has its names."""
         lake = ctx.lake
-        if not lake.exists(TABLE_MAPS):
+        files = ctx.state.files()
+        built = ctx.state.progress(Layer.SILVER)
+        candidates = [
+            f
+            for f, row in built.items()
+            if f in files
+            and f not in pending
+            and files[f]["server"] in servers
+            and (row.get("counts") or {}).get(NAMELESS_MAPS, 1)
+        ]
+        if not candidates or not lake.exists(TABLE_MAPS):
             return []
-        stored = lake.read(TABLE_MAPS).where(
-            F.col("column_names").isNull() & F.col("server").isin(servers) & ~F.expr(file_predicate(pending))
-        )
+        stored = lake.read(TABLE_MAPS).where(F.col("column_names").isNull() & F.expr(file_predicate(candidates)))
         now = (
             stored.select(
                 "file",
@@ -432,16 +449,21 @@ class SilverStage:
         seed_digest: str | None,
     ) -> None:
         files = ctx.state.files()
-        failed = {
-            row.file: (int(row.unmapped or 0), int(row.problems))
-            for row in maps_out.where(F.col("problem_code").isNotNull())
-            .groupBy("file")
+        failed: dict[str, tuple[int, int]] = {}
+        nameless: dict[str, int] = {}
+        problem = F.col("problem_code").isNotNull()
+        for row in (
+            maps_out.groupBy("file")
             .agg(
-                F.sum(F.when(F.col("problem_severity") == "error", F.col("rows_events"))).alias("unmapped"),
-                F.count(F.lit(1)).alias("problems"),
+                F.sum(F.when(problem & (F.col("problem_severity") == "error"), F.col("rows_events"))).alias("unmapped"),
+                F.count(F.when(problem, 1)).alias("problems"),
+                F.count(F.when(~problem & F.col("column_names").isNull(), 1)).alias("nameless"),
             )
             .collect()
-        }
+        ):
+            nameless[row.file] = int(row.nameless)
+            if row.problems:
+                failed[row.file] = (int(row.unmapped or 0), int(row.problems))
         queries_failed = (
             {
                 row.file: int(row.n)
@@ -504,7 +526,11 @@ class SilverStage:
                 "quarantined": failed.get(f, (0, 0))[1] + queries_failed.get(f, 0)
                 if f in pending
                 else previous[f]["quarantined"],
-                "counts": {"ddl_statements": per_file[f][0], "ddl_parsed": per_file[f][1]},
+                "counts": {
+                    "ddl_statements": per_file[f][0],
+                    "ddl_parsed": per_file[f][1],
+                    **_nameless_count(f, nameless, previous),
+                },
             }
             for f in sorted(set(pending) | set(out.rebuilt))
         ]
@@ -570,6 +596,14 @@ def _needs_quarantine_write(ctx: Context, out: SilverOutput) -> bool:
     )
 
 
+def _nameless_count(file: str, counted: dict[str, int], previous: dict[str, dict[str, Any]]) -> dict[str, int]:
+    """``{NAMELESS_MAPS: n}`` for a file silver decoded now (``counted``), else what its progress said."""
+    if file in counted or file not in previous:
+        return {NAMELESS_MAPS: counted.get(file, 0)}
+    before = (previous[file].get("counts") or {}).get(NAMELESS_MAPS)
+    return {} if before is None else {NAMELESS_MAPS: before}
+
+
 def _outcome(result: DdlResult) -> tuple[Any, ...]:
     return (result.error is None, result.error, list(result.objects))
 
@@ -614,4 +648,13 @@ def _ddl_share(results: dict[tuple[str, int, int], DdlResult], pending: list[str
     return pd.DataFrame([{"ddl_parsed_share": parsed / len(mine) if mine else 1.0, "ddl_statements": len(mine)}])
 
 
-__all__ = ["MAPS_OUT", "QUERIES_OUT", "SilverOutput", "SilverStage", "decode_queries", "decode_table_maps", "load_seed"]
+__all__ = [
+    "MAPS_OUT",
+    "NAMELESS_MAPS",
+    "QUERIES_OUT",
+    "SilverOutput",
+    "SilverStage",
+    "decode_queries",
+    "decode_table_maps",
+    "load_seed",
+]

@@ -42,7 +42,7 @@ from pipelines.bronze.discover import sequence_of
 from pipelines.bronze.stage import BronzeStage
 from pipelines.run import RunReport, run
 from pipelines.silver.history import names_at, position_key
-from pipelines.silver.stage import SilverOutput, SilverStage
+from pipelines.silver.stage import NAMELESS_MAPS, SilverOutput, SilverStage
 from pipelines.stage import Context
 from pipelines.storage import Lakehouse
 from pipelines.tables import BINLOG_EVENTS, DDL_EVENTS, SCHEMA_HISTORY, TABLE_ID_LIFECYCLE, TABLE_MAPS, Layer
@@ -354,6 +354,18 @@ def test_files_whose_names_a_late_file_changes_are_rebuilt_and_recorded_in_progr
     assert {late.progress_after[f]["run_id"] for f in changed} == {"late-run"}
     # a rebuilt file is rebuilt from the same bronze rows: what it was built from does not change
     assert all(late.progress_after[f]["built_from"] == late.progress_before[f]["built_from"] for f in rebuilt)
+
+
+def test_progress_counts_each_files_maps_without_names_and_only_such_files_are_resolved_again(late: Late) -> None:
+    nameless: dict[str, int] = defaultdict(int)
+    for row in late.lake.read(TABLE_MAPS).where("column_names IS NULL").select("file").collect():
+        nameless[row.file] += 1
+    files = [f for f in late.progress_after if f.startswith("file:")]
+    counted = {f: late.progress_after[f]["counts"][NAMELESS_MAPS] for f in files}
+
+    assert counted == {f: nameless[f] for f in files}
+    assert {f for f, n in counted.items() if n == 0} == {f"{uri(late.binlogs)}/sample/{name(n)}" for n in (1, 2)}
+    assert late.second.rebuilt and all(counted[f] for f in late.second.rebuilt)
 
 
 def test_a_map_of_a_rebuilt_file_takes_the_charset_of_a_database_created_in_a_late_file(late: Late) -> None:
