@@ -130,8 +130,8 @@ ARROW_BATCH_ROWS = 2500
 """Rows per Arrow batch a Python task receives (``spark.sql.execution.arrow.maxRecordsPerBatch``;
 Spark's default is 10,000). Gold's decode holds the row changes of a whole batch of rows events in
 the worker before it hands them on: on the 256 MiB OLTP binlog of ``bench/`` each of the two busy
-workers peaked about 85 MiB lower with 2,500, and the JVM, which buffers the batches too, about
-100 MiB lower; 1,000 made the decode slower, 5,000 saved half as much."""
+workers peaked about 85 MiB lower with 2,500, and the JVM, which buffers the batches too, 120-160
+MiB lower; 1,000 made the decode slower, 5,000 saved half as much."""
 
 SESSION_SETTINGS = {
     "parquet.block.size": str(ROW_GROUP_BYTES),
