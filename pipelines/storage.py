@@ -145,7 +145,8 @@ class Write:
     merge_schema: bool = False
     fresh: bool = False
     properties: Mapping[str, str] = field(default_factory=dict)
-    """Delta table properties the write sets (``delta.enableChangeDataFeed``, ...)."""
+    """Delta table properties the write sets (``delta.enableChangeDataFeed``, ...), beside those of
+    the spec's layout (:attr:`pipelines.tables.TableSpec.properties`)."""
     keep: str | None = None
     """``merge``: a boolean column of ``frame`` (not of the spec); a row where it is false deletes
     the row its key matches instead of upserting, and is never inserted."""
@@ -302,7 +303,7 @@ class Lakehouse:
                 writer = writer.mode("append")
             if write.merge_schema:
                 writer = writer.option("mergeSchema", "true")
-            for name, value in write.properties.items():
+            for name, value in {**spec.properties, **write.properties}.items():
                 writer = writer.option(name, value)
             writer.save(path)
         with self._lock:

@@ -70,6 +70,14 @@ class Col:
         return StructField(self.name, self.type, self.nullable, {"comment": self.comment})
 
 
+STATS_COLUMNS = "delta.dataSkippingStatsColumns"
+STATS_PREFIX = "delta.dataSkippingStringPrefixLength"
+STATS_PREFIX_LENGTH = 256
+"""Characters of a string column's minimum and maximum that file statistics keep. Every table is
+keyed by ``file``, a binlog's full path or URI: with Delta's default of 32, the paths of one folder
+share their kept prefix, and a read of some files' rows (``file IN (...)``) skips no data file."""
+
+
 @dataclass(frozen=True)
 class TableSpec:
     """A table: where it lives, what one row is, its columns, natural key and physical layout."""
@@ -82,6 +90,19 @@ class TableSpec:
     key: tuple[str, ...]
     partition_by: tuple[str, ...] = ()
     registered: bool = True
+    skipping: tuple[str, ...] | None = None
+    """Columns besides the key that Delta keeps file statistics for (min, max, nulls: data skipping),
+    those reads and analysts filter on; None: Delta's default (the first 32 columns). Statistics
+    are computed row by row as files are written, so a large table lists only what pays."""
+
+    @property
+    def properties(self) -> dict[str, str]:
+        """Delta table properties of its layout, set when the table is created."""
+        properties = {STATS_PREFIX: str(STATS_PREFIX_LENGTH)}
+        if self.skipping is not None:
+            wanted = {*self.key, *self.skipping}
+            properties[STATS_COLUMNS] = ",".join(c for c in self.names if c in wanted)
+        return properties
 
     @property
     def schema(self) -> StructType:
@@ -259,6 +280,7 @@ BINLOG_EVENTS = TableSpec(
     ),
     ("file", "offset", "inner_index"),
     partition_by=("event_class",),
+    skipping=("timestamp", "event_type", "gtid", "commit_timestamp"),
 )
 
 QUARANTINE = TableSpec(
@@ -391,6 +413,7 @@ TABLE_MAPS = TableSpec(
         RUN_ID,
     ),
     ("file", "offset", "inner_index"),
+    skipping=("schema_name", "table_name", "table_id"),
 )
 
 TABLE_ID_LIFECYCLE = TableSpec(
@@ -524,6 +547,7 @@ CHANGES = TableSpec(
         RUN_ID,
     ),
     ("file", "offset", "inner_index", "row_index"),
+    skipping=("schema_name", "table_name", "op", "gtid", "commit_timestamp"),
 )
 
 ABSENT_COLUMNS = StructType([StructField("before", _NAMES, True), StructField("after", _NAMES, True)])
@@ -543,6 +567,7 @@ def typed_change_table(name: str, image: StructType) -> TableSpec:
             RUN_ID,
         ),
         ("file", "offset", "inner_index", "row_index"),
+        skipping=("op", "gtid", "commit_timestamp"),
     )
 
 
