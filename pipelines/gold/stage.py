@@ -216,13 +216,16 @@ def _rows_events(row: dict[str, Any]) -> int:
     return 0 if row["status"] == DUPLICATE else int(row["rows_events"] or 0)
 
 
-def _table_maps(ctx: Context, files: list[str]) -> DataFrame:
-    """Silver's ``table_maps`` rows of ``files``: from the frame silver built them in, when silver built
-    every one of them in this run (no Delta snapshot to plan, no file read again), else from the table."""
+def _silver_rows(ctx: Context, spec: TableSpec, files: list[str]) -> DataFrame:
+    """Silver's ``spec`` rows of ``files`` (``table_maps`` or ``table_id_lifecycle``): from the frame
+    silver built them in, when silver built every one of them in this run (no Delta snapshot to plan,
+    no file read again), else from the table."""
     handed = ctx.handed.get(Layer.SILVER.value)
-    if isinstance(handed, SilverOutput) and handed.built_maps is not None and set(files) <= set(handed.files):
-        return handed.built_maps.where(file_predicate(files))
-    return ctx.lake.read_or_empty(TABLE_MAPS).where(file_predicate(files))
+    if isinstance(handed, SilverOutput) and set(files) <= set(handed.files):
+        frame = handed.built_maps if spec is TABLE_MAPS else handed.table_id_lifecycle
+        if frame is not None:
+            return frame.where(file_predicate(files))
+    return ctx.lake.read_or_empty(spec).where(file_predicate(files))
 
 
 class GoldStage:
@@ -279,7 +282,7 @@ class GoldStage:
             (f, int(at)): text for f in pending for at, text in (files[f]["format_descriptions"] or {}).items()
         }
         images = [layouts[n].struct_type() for n in names]
-        maps = _table_maps(ctx, pending).select("file", "offset", "inner_index", "plan_key")
+        maps = _silver_rows(ctx, TABLE_MAPS, pending).select("file", "offset", "inner_index", "plan_key")
         decoded = out.kept.keep(
             rows_input(events, maps).transform(
                 decode_rows_events(plans, images, names, servers, decode_options(ctx.cfg), descriptions)
@@ -303,7 +306,7 @@ class GoldStage:
         if not files:
             return [], {}
         known = ctx.state.files()
-        maps = _table_maps(ctx, files)
+        maps = _silver_rows(ctx, TABLE_MAPS, files)
         rows = (
             maps.groupBy("file", "plan_key")
             .agg(
@@ -528,7 +531,7 @@ class GoldStage:
             writes.append(Write(QUARANTINE, out.quarantine, f"stage = 'gold' AND {predicate}", fresh=fresh))
         if lake.exists(TABLE_ID_LIFECYCLE):
             counts = spark.createDataFrame(out.row_counts, "file string, table_id long, counted long")
-            lifecycle = lake.read(TABLE_ID_LIFECYCLE).where(predicate).transform(with_row_counts(counts))
+            lifecycle = _silver_rows(ctx, TABLE_ID_LIFECYCLE, out.files).transform(with_row_counts(counts))
             writes.append(Write(TABLE_ID_LIFECYCLE, lifecycle, predicate))
         lake.write_all(writes)
         ctx.state.record(Layer.GOLD, out.progress)

@@ -29,6 +29,7 @@ from pipelines.exits import Exit
 from pipelines.gold.stage import GoldStage
 from pipelines.run import DdlCoverage, RunReport, as_json, run
 from pipelines.storage import Lakehouse, Layer, Table
+from pipelines.tables import TABLE_ID_LIFECYCLE
 
 EXIT_OK, EXIT_GATE_FAILED, EXIT_QUARANTINED = Exit.OK, Exit.GATE_FAILED, Exit.BAD_INPUT
 
@@ -356,12 +357,13 @@ def test_gold_and_the_current_stage_read_what_the_stage_before_built_in_the_same
     reads_of = {"gold": Layer.SILVER, "current": Layer.GOLD}
     read = Lakehouse.read
 
-    def recording(stage: str, build: Any) -> Any:
-        def recorded(self: Any, ctx: Any) -> Any:
-            read_by[stage].append(set())
+    def recording(stage: str, method: Any) -> Any:
+        def recorded(self: Any, ctx: Any, *args: Any) -> Any:
+            if not args:  # build: a new run's reads; write(ctx, out) adds to them
+                read_by[stage].append(set())
             building.append(stage)
             try:
-                return build(self, ctx)
+                return method(self, ctx, *args)
             finally:
                 building.pop()
 
@@ -373,6 +375,7 @@ def test_gold_and_the_current_stage_read_what_the_stage_before_built_in_the_same
         return read(self, table)
 
     monkeypatch.setattr(GoldStage, "build", recording("gold", GoldStage.build))
+    monkeypatch.setattr(GoldStage, "write", recording("gold", GoldStage.write))
     monkeypatch.setattr(CurrentStage, "build", recording("current", CurrentStage.build))
     monkeypatch.setattr(Lakehouse, "read", recording_read)
     binlogs = tmp_path / "binlogs"
@@ -389,7 +392,10 @@ def test_gold_and_the_current_stage_read_what_the_stage_before_built_in_the_same
     gold = sorted(t for t in Lakehouse(spark, apart.storage).tables(Layer.GOLD) if t != "changes")
     assert gold and reports[0].current_tables == reports[3].current_tables == len(gold)
     # the run that built silver and gold reads their frames; a stage run alone reads the tables
-    assert read_by == {"gold": [set(), {"table_maps"}], "current": [set(), set(gold)]}
+    assert read_by == {"gold": [set(), {"table_maps", "table_id_lifecycle"}], "current": [set(), set(gold)]}
+    lifecycles = [Lakehouse(spark, c.storage).read(TABLE_ID_LIFECYCLE).drop("run_id") for c in (together, apart)]
+    assert Counter(map(repr, lifecycles[0].collect())) == Counter(map(repr, lifecycles[1].collect()))
+    assert lifecycles[0].where("rows IS NULL").count() == 0  # gold counted the row changes of every id
     for layer in (Layer.GOLD, Layer.CURRENT, Layer.HISTORY):
         for name in [*gold, "changes"] if layer is Layer.GOLD else gold:
             built = [Lakehouse(spark, c.storage).read(Table(layer, name)).drop("run_id") for c in (together, apart)]
