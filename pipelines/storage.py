@@ -51,7 +51,7 @@ from delta.tables import DeltaTable
 from deltalake import DeltaTable as DeltaRsTable
 from deltalake.exceptions import DeltaError
 from pyarrow import fs as pafs
-from pyspark.sql import Column, DataFrame, SparkSession
+from pyspark.sql import Column, DataFrame, Row, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import BooleanType
 from pyspark.util import inheritable_thread_target
@@ -531,6 +531,15 @@ def _list_of(data_type: pa.DataType) -> Convert | None:
     return lambda value: None if value is None else [element(v) for v in value]
 
 
+def _struct_of(data_type: pa.DataType) -> Convert | None:
+    fields = [(data_type.field(i).name, _converter(data_type.field(i).type)) for i in range(data_type.num_fields)]
+    if any(convert is None for _, convert in fields):
+        return None
+    return lambda value: (
+        None if value is None else Row(**{name: convert(value[name]) for name, convert in fields})  # type: ignore[misc]
+    )
+
+
 def _timestamp(data_type: pa.DataType) -> Convert:
     if data_type.tz is None:  # timestamp_ntz: a wall-clock value, as Spark gives it
         return _plain
@@ -541,6 +550,7 @@ _CONVERTERS: tuple[tuple[Callable[[pa.DataType], bool], Callable[[pa.DataType], 
     (pa.types.is_map, _map_of),
     (pa.types.is_list, _list_of),
     (pa.types.is_large_list, _list_of),
+    (pa.types.is_struct, _struct_of),
     (pa.types.is_timestamp, _timestamp),
     (pa.types.is_string, lambda _: _plain),
     (pa.types.is_large_string, lambda _: _plain),
@@ -549,7 +559,7 @@ _CONVERTERS: tuple[tuple[Callable[[pa.DataType], bool], Callable[[pa.DataType], 
     (pa.types.is_floating, lambda _: _plain),
 )
 """Arrow type -> how ``to_pylist`` values become what Spark's ``collect`` gives (the types of the
-small tables; any other type is read through Spark)."""
+small tables, a struct as a ``Row`` of its fields; any other type is read through Spark)."""
 
 
 def _converter(data_type: pa.DataType) -> Convert | None:

@@ -48,7 +48,7 @@ from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 import pyarrow as pa
-from pyspark.sql import DataFrame
+from pyspark.sql import DataFrame, Row
 from pyspark.sql import functions as F
 from pyspark.sql.types import StructField, StructType
 
@@ -277,7 +277,7 @@ def _schema_facts(ctx: Context, sequences: dict[str, int | None], ddl: dict[str,
     names: dict[str, tuple[str, str]] = {}
     if not ctx.lake.exists(SCHEMA_HISTORY):
         return _Known(sequences, ddl, schemas, fills, names)
-    rows = ctx.lake.read(SCHEMA_HISTORY).select(
+    wanted = [
         "server",
         "schema_name",
         "table_name",
@@ -289,9 +289,10 @@ def _schema_facts(ctx: Context, sequences: dict[str, int | None], ddl: dict[str,
         "columns",
         "source",
         "statement",
-    )
+    ]
+    rows = [Row(**found) for found in ctx.lake.rows(SCHEMA_HISTORY, wanted)]  # small: read on the driver
     previous: dict[tuple[str, str], Any] = {}
-    for row in sorted(rows.collect(), key=lambda r: (r.server, r.schema_name, r.table_name, r.version)):
+    for row in sorted(rows, key=lambda r: (r.server, r.schema_name, r.table_name, r.version)):
         name = gold_table_name(row.schema_name, row.table_name)
         names.setdefault(name, (row.schema_name, row.table_name))
         at = (

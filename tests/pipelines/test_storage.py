@@ -644,7 +644,8 @@ def test_a_merge_with_keep_deletes_the_rows_it_marks_gone_and_inserts_only_the_k
 
 SMALL_ROWS = (
     "id long, name string, n int, ok boolean, at timestamp, wall timestamp_ntz, "
-    "counts map<string,long>, described map<long,string>, names array<string>"
+    "counts map<string,long>, described map<long,string>, names array<string>, "
+    "columns array<struct<name:string,key:boolean>>, first struct<name:string,at:timestamp>"
 )
 
 
@@ -680,9 +681,11 @@ def test_a_small_table_is_read_on_the_driver_without_a_spark_job_as_spark_collec
                     {"events": 281, "gaps": 0},
                     {4: '{"binlog_version": 4}'},
                     ["x", "y"],
+                    [("id", True), ("v", None)],
+                    ("id", datetime(2024, 3, 1, 11, 3)),
                 ),
-                (2, None, None, None, None, None, {}, {}, []),
-                (3, "c", -1, False, datetime(1999, 12, 31, 23, 59, 59, 1), None, None, None, None),
+                (2, None, None, None, None, None, {}, {}, [], [], (None, None)),
+                (3, "c", -1, False, datetime(1999, 12, 31, 23, 59, 59, 1), None, None, None, None, None, None),
             ],
             SMALL_ROWS,
         )
@@ -694,6 +697,9 @@ def test_a_small_table_is_read_on_the_driver_without_a_spark_job_as_spark_collec
         assert sorted(found, key=lambda r: r["id"]) == collected
         assert all(list(row) == lake.read(spec).columns for row in found)  # the table's column order
         assert collected[0]["at"] == datetime(2024, 3, 1, 11, 3, 4, 123456)
+        first = sorted(found, key=lambda r: r["id"])[0]  # structs as the Rows Spark gives, fields by name
+        assert [c.asDict() for c in first["columns"]] == [{"name": "id", "key": True}, {"name": "v", "key": None}]
+        assert first["first"].name == "id" and first["first"].at == datetime(2024, 3, 1, 11, 3)
     finally:
         monkeypatch.undo()
         time.tzset()
