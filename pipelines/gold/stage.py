@@ -21,7 +21,7 @@ per file and table id: only decoding counts them), and records progress last.
 
 from __future__ import annotations
 
-from collections import defaultdict
+from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -424,12 +424,15 @@ class GoldStage:
         ids: dict[tuple[str, int], int] = defaultdict(int)
         keyed: dict[tuple[str, str], tuple[int, int, list[int]]] = defaultdict(lambda: (0, 0, []))
         per_file: dict[str, dict[str, Any]] = {}
+        out.reasons = Counter()
         for row in decoded.transform(facts_of).collect():
             total = per_file.setdefault(row.file, dict.fromkeys(_SUMMED, 0) | {name: [] for name in _FIRST})
             for name in _SUMMED:
                 total[name] += int(row[name] or 0)
             for name in _FIRST:
                 total[name] = sorted({*total[name], *row[name]})[:FIRST_OFFSETS]
+            if row.problems:
+                out.reasons[(Layer.GOLD.value, row.code, row.severity)] += int(row.problems)
             if row.gold_table is None:
                 continue
             counted[row.file][row.gold_table] = counted[row.file].get(row.gold_table, 0) + int(row.n)

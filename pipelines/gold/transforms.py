@@ -39,7 +39,7 @@ from binlog_core.columns import DecodeOptions
 from pipelines.gold.decode import COMMON, ROWS_INPUT, Plan, decode_partition, decoded_schema
 from pipelines.gold.types import RAW_SUFFIX, raw_type, spark_type, type_suffix
 from pipelines.quality.rules import FIRST_OFFSETS
-from pipelines.tables import CHANGES, QUARANTINE, TableSpec, conform
+from pipelines.tables import CHANGES, QUARANTINE, Layer, TableSpec, conform
 
 _DECODED = {*COMMON.names, "absent_columns", "run_id"}
 """The columns of a typed change table the decoded rows give (the others are null)."""
@@ -140,14 +140,15 @@ def facts_of(decoded: DataFrame) -> DataFrame:
     for problems): ``n`` row changes; ``wrong`` changes whose images contradict their op
     (:func:`wrong_op`); ``checked`` inserts with a key and ``null_keys`` leaving it NULL (the
     decode's ``null_key``); ``accounted`` rows events (decoded or quarantined: ``event_first``);
-    ``unknown`` ones lost to a table id without a map; ``problems``; ``early`` rows events whose
-    transaction commits before the event's own time.  ``<name>_at``: first offsets of each."""
+    ``unknown`` ones lost to a table id without a map; ``problems`` (by ``code`` and ``severity``:
+    the quarantine's reasons); ``early`` rows events whose transaction commits before the event's own
+    time.  ``<name>_at``: first offsets of each."""
     change = F.col("kind") == "change"
     wrong = change & wrong_op()
     unknown = (F.col("kind") == "problem") & (F.col("code") == "UNKNOWN_TABLE_ID")
     early = change & (F.col("commit_timestamp") < F.col("event_timestamp"))
     null_key = F.coalesce(F.col("null_key"), F.lit(False))
-    return decoded.groupBy("file", "table_id", "gold_table").agg(
+    return decoded.groupBy("file", "table_id", "gold_table", "code", "severity").agg(
         F.sum(change.cast("int")).alias("n"),
         F.sum(wrong.cast("int")).alias("wrong"),
         _first(wrong).alias("wrong_at"),
@@ -168,7 +169,7 @@ def problems_of(run_id: str) -> Callable[[DataFrame], DataFrame]:
 
     def transform(decoded: DataFrame) -> DataFrame:
         rows = decoded.where(F.col("kind") == "problem").select(
-            F.lit("gold").alias("stage"),
+            F.lit(Layer.GOLD.value).alias("stage"),
             "file",
             "file_name",
             "offset",

@@ -28,7 +28,7 @@ Decoding failures go to the quarantine table with ``stage = 'silver'``.
 from __future__ import annotations
 
 import hashlib
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -464,17 +464,19 @@ class SilverStage:
             nameless[row.file] = int(row.nameless)
             if row.problems:
                 failed[row.file] = (int(row.unmapped or 0), int(row.problems))
-        queries_failed = (
-            {
-                row.file: int(row.n)
-                for row in out.quarantine.where(F.col("event_type_name") != "TABLE_MAP")
-                .groupBy("file")
+        queries_failed: dict[str, int] = defaultdict(int)
+        if out.quarantine is not None:  # by file and reason: what the gate and the run's summary count
+            out.reasons = Counter()
+            for row in (
+                out.quarantine.groupBy(
+                    "file", (F.col("event_type_name") == "TABLE_MAP").alias("of_map"), "stage", "code", "severity"
+                )
                 .agg(F.count(F.lit(1)).alias("n"))
                 .collect()
-            }
-            if out.quarantine is not None
-            else {}
-        )
+            ):
+                out.reasons[(row.stage, row.code, row.severity)] += int(row.n)
+                if row.of_map is False:
+                    queries_failed[row.file] += int(row.n)
         reused = {
             row.file: (int(row.n), [int(o) for o in row.at])
             for row in out.table_id_lifecycle.groupBy("file")  # type: ignore[union-attr]
