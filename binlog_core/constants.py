@@ -87,6 +87,9 @@ class EventType(IntEnum):
     DELETE_ROWS_COMPRESSED = 171  # MariaDB (v2)
 
 
+GTID_EVENTS = frozenset({EventType.GTID, EventType.ANONYMOUS_GTID, EventType.GTID_TAGGED, EventType.MARIADB_GTID})
+"""Events that open a transaction and carry its GTID (MySQL, MySQL anonymous, tagged, MariaDB)."""
+
 _EVENT_TYPE_NAMES: dict[int, str] = {int(t): t.name for t in EventType}
 """Type code -> name (a dict lookup: calling the enum is slow)."""
 

@@ -16,6 +16,7 @@ chunk plus the current event, whatever the file size.
 from __future__ import annotations
 
 import os
+import re
 import zlib
 from collections.abc import Callable, Iterator
 from typing import BinaryIO
@@ -23,6 +24,7 @@ from typing import BinaryIO
 from binlog_core.constants import (
     BINLOG_MAGIC,
     CHECKSUM_LEN,
+    GTID_EVENTS,
     LOG_EVENT_HEADER_LEN,
     MYSQL_ENCRYPTED_MAGIC,
     OLD_HEADER_LEN,
@@ -324,3 +326,87 @@ def open_events(
     name = os.path.basename(os.fspath(path))
     with open(path, "rb") as stream:
         yield from iter_events(stream, name, verify_checksums=verify_checksums, explode_payloads=explode_payloads)
+
+
+SEARCH_CHUNK = 256 << 10
+SEARCH_WINDOW = 16 << 20
+"""Bytes :func:`find_transaction_start` reads past its target before it gives up."""
+
+MAX_GTID_EVENT = 4096
+"""No GTID event is larger (they are tens of bytes, tagged ones a few hundred)."""
+
+_GTID_TYPE = re.compile(b"[" + b"".join(re.escape(bytes([int(t)])) for t in sorted(GTID_EVENTS)) + b"]")
+"""A byte that could be the type code of a GTID event's header."""
+
+
+def find_transaction_start(
+    stream: BinaryIO, fde: FormatDescription, at: int, *, window: int = SEARCH_WINDOW
+) -> int | None:
+    """The offset of the first GTID event (a transaction's start) at or after ``at``, found without
+    walking the file from its start; None when the ``window`` bytes from ``at`` hold none.
+
+    ``stream`` is seekable; ``fde`` is the FORMAT_DESCRIPTION in force there, a v4 one with CRC32
+    checksums (else ``ValueError``: without checksums an event start cannot be told from bytes
+    inside an event).  A position counts as an event start only when the bytes there read as a
+    GTID event header whose event's CRC32 verifies, and the event after it verifies too (or the
+    file ends right after it): a chance match of both is about one in 2^64 positions::
+
+        with open(path, "rb") as stream:
+            cut = find_transaction_start(stream, fde, size // 2)   # where a second walk may begin
+    """
+    if (
+        fde.checksum_alg != ChecksumAlg.CRC32
+        or fde.header_length != LOG_EVENT_HEADER_LEN
+        or fde.type_permutation is not None
+    ):
+        raise ValueError("event starts can only be found in a v4 file with CRC32 checksums")
+    stream.seek(at)
+    buf = b""
+    search_from = 4  # where the type byte of the next candidate may be
+    eof = False
+    while not eof and len(buf) < window:
+        chunk = stream.read(min(SEARCH_CHUNK << (len(buf) // SEARCH_CHUNK).bit_length(), window - len(buf)))
+        eof = not chunk
+        buf += chunk
+        for match in _GTID_TYPE.finditer(buf, search_from):
+            start = match.start() - 4
+            verdict = _starts_events(buf, start, eof or len(buf) >= window, window)
+            if verdict is None:  # more bytes needed to tell
+                search_from = match.start()
+                break
+            if verdict:
+                return at + start
+        else:
+            search_from = max(search_from, len(buf))
+    return None
+
+
+def _starts_events(buf: bytes, start: int, eof: bool, window: int) -> bool | None:
+    """Whether ``buf[start:]`` starts with a checksummed GTID-sized event followed by another
+    checksummed event (or the end of the file); None when ``buf`` ends too early to tell and more
+    may come (up to ``window`` bytes).  An event after it too large to check within the window
+    leaves the GTID event's own CRC32 to decide."""
+    second = _checksummed_event_end(buf, start, eof, min(window, start + MAX_GTID_EVENT))
+    if second is None or second <= 0:
+        return None if second is None else False
+    if second == len(buf) and eof:
+        return True
+    third = _checksummed_event_end(buf, second, eof, window)
+    return None if third is None else third != 0
+
+
+def _checksummed_event_end(buf: bytes, start: int, eof: bool, window: int) -> int | None:
+    """The end of the event at ``start`` when its size is possible and its CRC32 verifies, else 0;
+    -1 when it would end past ``window``; None when ``buf`` ends inside it and more may come."""
+    if start + LOG_EVENT_HEADER_LEN > len(buf):
+        return 0 if eof else None
+    size = HEADER.unpack_from(buf, start)[3]
+    if size < LOG_EVENT_HEADER_LEN + CHECKSUM_LEN or size > MAX_EVENT_SIZE:
+        return 0
+    end = start + size
+    if end > window:
+        return -1
+    if end > len(buf):
+        return 0 if eof else None
+    stored = CRC.unpack_from(buf, end - CHECKSUM_LEN)[0]
+    return end if zlib.crc32(memoryview(buf)[start : end - CHECKSUM_LEN]) == stored else 0

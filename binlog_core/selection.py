@@ -44,7 +44,7 @@ from datetime import UTC, datetime
 from enum import Enum
 from typing import Final
 
-from binlog_core.constants import EventType
+from binlog_core.constants import GTID_EVENTS, EventType
 from binlog_core.decoder import DecodedEvent
 from binlog_core.events.gtid import MariaDBGtidEvent, MariaDBGtidFlags
 from binlog_core.events.query import QueryEvent, StatementKind
@@ -199,9 +199,7 @@ class Selection:
 
 
 _FORMAT_DESCRIPTION: Final = int(EventType.FORMAT_DESCRIPTION)
-_GTID_EVENTS: Final = frozenset(
-    {int(EventType.GTID), int(EventType.ANONYMOUS_GTID), int(EventType.GTID_TAGGED), int(EventType.MARIADB_GTID)}
-)
+_GTID_EVENTS: Final = frozenset(int(t) for t in GTID_EVENTS)
 _GROUP_ENDS: Final = frozenset({int(EventType.XID), int(EventType.XA_PREPARE)})
 _CONTROL: Final = frozenset(
     {

@@ -51,7 +51,7 @@ from collections.abc import Callable
 from struct import Struct
 from typing import Final, NamedTuple
 
-from binlog_core.constants import EventType
+from binlog_core.constants import GTID_EVENTS, EventType
 from binlog_core.event import Event
 from binlog_core.events.query import StatementKind, opens_transaction, statement_kind
 from binlog_core.rows import ROWS_KINDS, RowsEvent
@@ -70,9 +70,7 @@ _U32 = Struct("<I")
 _TABLE_MAP: Final = int(EventType.TABLE_MAP)
 _FORMAT_DESCRIPTION: Final = int(EventType.FORMAT_DESCRIPTION)
 _ROWS: Final = frozenset(int(t) for t in ROWS_KINDS)
-_GTIDS: Final = frozenset(
-    int(t) for t in (EventType.GTID, EventType.ANONYMOUS_GTID, EventType.GTID_TAGGED, EventType.MARIADB_GTID)
-)
+_GTIDS: Final = frozenset(int(t) for t in GTID_EVENTS)
 _XID: Final = int(EventType.XID)
 _PAYLOAD: Final = int(EventType.TRANSACTION_PAYLOAD)
 """A compressed transaction's envelope: its inner events follow it, in it; it is no member of its own."""
@@ -100,16 +98,18 @@ def read_table_id(body: bytes, type_code: int, post_header_len: int) -> tuple[in
     return table_id, bool(_U16.unpack_from(body, id_len)[0] & STMT_END_FLAG)
 
 
-def _map_shape(body: bytes, id_len: int) -> tuple[bytes, bytes] | None:
-    """``(schema and table name bytes, everything after the flags)`` of a TABLE_MAP body."""
-    at = id_len + 2
+def table_shape(body: bytes, post_header_len: int) -> tuple[bytes, bytes] | None:
+    """``(name, digest)`` of a TABLE_MAP body: its schema and table name bytes, and a digest of
+    everything after its table id and flags -- what :attr:`FileSequence.shapes` holds per table;
+    None when the body is too short."""
+    at = (4 if post_header_len == 6 else 6) + 2
     if len(body) <= at:
         return None
     schema_end = at + 1 + body[at]
     if len(body) <= schema_end + 1:
         return None
     table_end = schema_end + 2 + body[schema_end + 1]
-    return body[at:table_end], body[at:]
+    return body[at:table_end], hashlib.blake2b(body[at:], digest_size=12).digest()
 
 
 class Transaction:
@@ -313,10 +313,9 @@ class FileSequence:
         mapped = self.in_force[table_id] = MapForce(event.offset, event.inner_index, table_id)
         changed: bool | None = None
         if shapes is not None:
-            shape = _map_shape(event.body, 4 if post_header_len == 6 else 6)
+            shape = table_shape(event.body, post_header_len)
             if shape is not None:
-                names, rest = shape
-                digest = hashlib.blake2b(rest, digest_size=12).digest()
+                names, digest = shape
                 changed = shapes.get(names) != digest
                 if changed:
                     shapes[names] = digest
@@ -417,4 +416,5 @@ __all__ = [
     "Place",
     "Transaction",
     "read_table_id",
+    "table_shape",
 ]

@@ -51,6 +51,7 @@ from delta.tables import DeltaTable
 from deltalake import DeltaTable as DeltaRsTable
 from deltalake.exceptions import DeltaError
 from pyarrow import fs as pafs
+from pyspark import StorageLevel
 from pyspark.sql import Column, DataFrame, Row, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import BooleanType
@@ -71,18 +72,33 @@ class Persisted:
     """
 
     frames: list[DataFrame] = field(default_factory=list)
+    stored: list[DataFrame] = field(default_factory=list)
 
-    def keep(self, frame: DataFrame) -> DataFrame:
-        """``frame`` persisted, remembered for :meth:`release`."""
+    def keep(self, frame: DataFrame, *, rows_on_disk: bool = False) -> DataFrame:
+        """``frame`` persisted, remembered for :meth:`release`.
+
+        ``rows_on_disk``: stored on local disk row by row when first computed (a lazy local
+        checkpoint), for wide frames of many rows: Spark's cache builds column batches of
+        ``spark.sql.inMemoryColumnarStorage.batchSize`` rows in the heap first, whatever the storage
+        level, and a batch of nested rows (a map's columns, twice) takes hundreds of MiB there."""
+        if rows_on_disk:
+            stored = frame.localCheckpoint(eager=False, storageLevel=StorageLevel.DISK_ONLY)
+            self.stored.append(stored)
+            return stored
         kept = frame.persist()
         self.frames.append(kept)
         return kept
 
     def release(self) -> None:
-        """Unpersist every kept frame (a frame is read again from its source if used later)."""
+        """Unpersist every kept frame (a frame is read again from its source if used later; one
+        stored on disk cannot be, and must not be used after)."""
         for frame in self.frames:
             frame.unpersist()
         self.frames.clear()
+        for stored in self.stored:
+            with contextlib.suppress(Exception):  # another plan shape: Spark's cleaner frees the blocks later
+                stored._jdf.queryExecution().logical().rdd().unpersist(False)
+        self.stored.clear()
 
 
 class TableRef(Protocol):
@@ -885,8 +901,9 @@ def _arrow_filesystem(name: str, kwargs: tuple[tuple[str, object], ...]) -> pafs
     return cast(pafs.FileSystem, getattr(pafs, name)(**dict(kwargs)))
 
 
-def open_arrow_input(uri: str, hadoop: Mapping[str, str]) -> Callable[[], BinaryIO]:
-    """A function opening ``uri`` (any scheme of :func:`arrow_target`) as a binary stream.
+def open_arrow_input(uri: str, hadoop: Mapping[str, str], *, random_access: bool = False) -> Callable[[], BinaryIO]:
+    """A function opening ``uri`` (any scheme of :func:`arrow_target`) as a binary stream (a
+    seekable file with ``random_access``).
 
     An S3 bucket outside AWS's default region is found as ``pyarrow.fs.FileSystem.from_uri`` does,
     when neither a region nor an endpoint is configured. Raises ``UnsupportedSchemeError`` when
@@ -911,6 +928,8 @@ def open_arrow_input(uri: str, hadoop: Mapping[str, str]) -> Callable[[], Binary
             "pyarrow.fs.HadoopFileSystem needs a JVM (JAVA_HOME), libhdfs (HADOOP_HOME or ARROW_LIBHDFS_DIR) "
             f"and the Hadoop jars (CLASSPATH=$(hadoop classpath --glob)) on every executor: {first_line}",
         ) from exc
+    if random_access:
+        return lambda: cast(BinaryIO, filesystem.open_input_file(target.path))
     return lambda: cast(BinaryIO, filesystem.open_input_stream(target.path))
 
 

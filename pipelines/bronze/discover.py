@@ -45,8 +45,8 @@ from pyspark.sql import SparkSession
 
 from conf import InputSettings
 from conf.paths import is_uri, local_path_of
-from pipelines.bronze.framing import MAGIC_LEN, RESUMABLE_STATUSES, ResumePoint
-from pipelines.bronze.transforms import resume_json
+from pipelines.bronze.framing import MAGIC_LEN, RESUMABLE_STATUSES, Part, ResumePoint
+from pipelines.bronze.transforms import part_json, resume_json
 from pipelines.storage import Lakehouse
 from pipelines.tables import BINLOG_FILES
 
@@ -89,16 +89,26 @@ class WorkItem:
     modification_time: datetime
     resume: ResumePoint | None
     decision: Decision
+    part: Part | None = None
+    """One piece of a file framed in pieces by several tasks (``resume`` is then None)."""
 
     def row(self) -> tuple[Any, ...]:
         """The ``WORK_ITEMS`` columns, in order."""
         resume = None if self.resume is None else resume_json(self.resume)
-        return (self.file, self.file_name, self.size, self.modification_time, resume)
+        return (self.file, self.file_name, self.size, self.modification_time, resume, part_json(self.part))
 
     @property
     def start_offset(self) -> int:
         """Where framing starts (0: the start)."""
+        if self.part is not None:
+            return self.part.start
         return 0 if self.resume is None else self.resume.offset
+
+    @property
+    def to_read(self) -> int:
+        """Bytes this item frames."""
+        end = self.size if self.part is None or self.part.end is None else self.part.end
+        return end - self.start_offset
 
 
 @dataclass
@@ -386,7 +396,7 @@ def discover(spark: SparkSession, settings: InputSettings, lake: Lakehouse) -> D
     listed = list_files(spark, settings)
     known = known_files(lake)
     work = [item for f in listed if (item := decide(f, known.get(f.file))) is not None]
-    work.sort(key=lambda item: (-(item.size - item.start_offset), item.file))
+    work.sort(key=lambda item: (-item.to_read, item.file))
     return Discovery(listed, work, known)
 
 

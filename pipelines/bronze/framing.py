@@ -42,13 +42,15 @@ framed: a copy of a binlog under another name has the same.
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import pickle
 import tempfile
-from collections import deque
+from collections import Counter, deque
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
+from itertools import pairwise
 from typing import Any, BinaryIO, NamedTuple
 
 from binlog_core.constants import ChecksumAlg, EventType
@@ -62,9 +64,9 @@ from binlog_core.errors import (
 )
 from binlog_core.event import Event, FormatDescription, checksum_error
 from binlog_core.events import QUERY_SHAPED, body_warnings, decode_body
-from binlog_core.framing import iter_events
+from binlog_core.framing import find_transaction_start, iter_events
 from binlog_core.rows import ROWS_KINDS
-from binlog_core.sequence import FileSequence, MapForce, Transaction
+from binlog_core.sequence import FileSequence, MapForce, Transaction, table_shape
 
 STAGE = "bronze"
 
@@ -187,6 +189,22 @@ class ResumePoint:
     ``first_timestamp``, ``last_timestamp`` of the last summary."""
 
 
+@dataclass(frozen=True, slots=True)
+class Part:
+    """A piece of one file that a task frames on its own: the events starting in ``[start, end)``.
+
+    Pieces start at a transaction's GTID event (:func:`binlog_core.framing.find_transaction_start`),
+    so a piece is a run of whole transactions; ``end`` None: the last piece, to the end of the file
+    (it also hashes the bytes before it, for the file's ``content_sha256`` and resume point).  A
+    piece after the first starts with the file's first FORMAT_DESCRIPTION (``format_description``,
+    its JSON) and no table shapes; :func:`merge_parts` puts the pieces' summaries together.
+    """
+
+    start: int
+    end: int | None
+    format_description: str | None = None
+
+
 @dataclass(slots=True)
 class FileSummary:
     """One ``binlog_files`` row (see ``pipelines/tables.py``), plus where this walk started."""
@@ -224,6 +242,8 @@ class FileSummary:
     """Where this walk started: 0 (the start), or the resume offset when the prefix matched."""
     problems: dict[str, int] = field(default_factory=dict)
     """Quarantine rows this walk yielded, by ``"<code> <severity>"``."""
+    part: str | None = None
+    """A piece's own facts (:class:`PartFacts` as JSON) when this walk framed a :class:`Part`."""
 
 
 Framed = EventRow | QuarantineRow | FileSummary
@@ -485,8 +505,12 @@ def frame_file(
     modification_time: datetime | None = None,
     spill_bytes: int = SPILL_BYTES,
     spill_dir: str | None = None,
+    part: Part | None = None,
 ) -> Iterator[Framed]:
     """Yield the bronze rows of one file: events and quarantine rows, then its :class:`FileSummary`.
+
+    With ``part``, only the events of that piece of the file (see :class:`Part`; ``resume`` is
+    not used), and a summary of the piece for :func:`merge_parts`.
 
     ``open_stream()`` opens the file from its start (again when a resume finds the prefix
     changed).  A file of ``size`` 0 is ``empty``; one that cannot be opened or read is
@@ -504,6 +528,10 @@ def frame_file(
         return
     held = HeldRows(spill_bytes, spill_dir)
     try:
+        if part is not None:
+            with open_stream() as raw:
+                yield from _part_walk(raw, summary, held, verify_checksums, part, size)
+            return
         if resume is not None and resume.offset > MAGIC_LEN:
             with open_stream() as raw:
                 reader = HashingReader(raw, size)
@@ -525,6 +553,136 @@ def frame_file(
         held.close()
 
 
+def plan_parts(open_stream: Callable[[], BinaryIO], size: int, count: int) -> list[Part]:
+    """Pieces of one file of ``size`` bytes that ``count`` tasks can frame side by side: about
+    equal in size, each after the first starting at a transaction's GTID event; ``[]`` when the
+    file is not cut (``count`` < 2, a file without CRC32 checksums or not a v4 binlog, no GTID
+    event near the cuts, a file that cannot be read: one task frames it whole, and tells why).
+    ``open_stream()`` opens the file seekable."""
+    if count < 2:
+        return []
+    cuts: list[int] = []
+    try:
+        with open_stream() as stream:
+            events = iter_events(stream, "", verify_checksums=False)
+            first = next(events, None)
+            if first is None or first.type_code != EventType.FORMAT_DESCRIPTION:
+                return []
+            fde = first.fde
+            if fde.checksum_alg != ChecksumAlg.CRC32 or fde.type_permutation is not None:
+                return []
+            after_first = first.offset + first.header.event_size
+            for i in range(1, count):
+                at = find_transaction_start(stream, fde, max(after_first, size * i // count))
+                if at is not None and at < size and (not cuts or at > cuts[-1]):
+                    cuts.append(at)
+    except (OSError, BinlogError, ValueError):
+        return []
+    bounds: list[int | None] = [0, *cuts, None]
+    text = fde.to_json()
+    return [Part(start, end, text) for start, end in pairwise(bounds) if start is not None] if cuts else []
+
+
+def _part_walk(
+    raw: BinaryIO, summary: FileSummary, held: HeldRows, verify_checksums: bool, part: Part, size: int | None
+) -> Iterator[Framed]:
+    """The walk over one :class:`Part` of a file, ``raw`` opened at its start."""
+    start = part.start
+    if start <= MAGIC_LEN:
+        yield from _Walk(HashingReader(raw, part.end), summary, held, verify_checksums, None, part).run()
+        return
+    if part.end is None:  # the last piece: hashes the bytes before it, for the whole file's hashes
+        reader = HashingReader(raw, size)
+        if not reader.skip_hashing(start):
+            summary.part = PartFacts(start, None, clean=False).to_json()  # the file is shorter now
+            yield summary
+            return
+    else:
+        raw.seek(start)
+        reader = HashingReader(raw, part.end)
+        reader.pos = reader.hashed = start
+    at = ResumePoint(start, {MAGIC_LEN: part.format_description or ""}, None, None, {})
+    yield from _Walk(reader, summary, held, verify_checksums, at, part).run()
+
+
+@dataclass(slots=True)
+class PartFacts:
+    """What merging a piece's summary with the others' needs (``FileSummary.part``)."""
+
+    start: int
+    end: int | None
+    clean: bool
+    """A piece before the last ended exactly at ``end`` with no error, no map in force and no
+    FORMAT_DESCRIPTION but the file's first: the next piece starts in the state it assumed (a
+    transaction still open closes without an end at the GTID event the next piece starts with, as
+    in a single walk).  The last piece: it could read the bytes before it."""
+    end_shapes: dict[str, str] = field(default_factory=dict)
+    """Each table's last shape in the piece (hex of ``FileSequence.shapes``)."""
+    first_maps: dict[str, tuple[int, int | None, str]] = field(default_factory=dict)
+    """Each table's first map in the piece: ``(offset, inner_index, shape digest)`` by table name (hex)."""
+
+    def to_json(self) -> str:
+        """As ``FileSummary.part``."""
+        return json.dumps(
+            {
+                "start": self.start,
+                "end": self.end,
+                "clean": self.clean,
+                "end_shapes": self.end_shapes,
+                "first_maps": self.first_maps,
+            }
+        )
+
+    @classmethod
+    def from_json(cls, text: str) -> PartFacts:
+        """From ``FileSummary.part``."""
+        data = json.loads(text)
+        maps = {name: (int(at[0]), at[1], str(at[2])) for name, at in data["first_maps"].items()}
+        return cls(data["start"], data["end"], data["clean"], data["end_shapes"], maps)
+
+
+def merge_parts(summaries: list[FileSummary]) -> tuple[FileSummary, list[tuple[int, int | None]]] | None:
+    """One file's summary from the summaries of its pieces, as a single walk over the file gives it,
+    and the TABLE_MAPs whose ``shape_changed`` a single walk would have said False (the first map of
+    a table in a piece, with the shape the pieces before it ended with): ``(offset, inner_index)``.
+
+    None when the pieces do not fit together (one that is not :attr:`PartFacts.clean`, a gap): the
+    file is then framed again in one walk.
+    """
+    ordered = sorted(summaries, key=lambda s: PartFacts.from_json(s.part or "").start)
+    facts = [PartFacts.from_json(s.part or "") for s in ordered]
+    fits = all(a.end == b.start for a, b in pairwise(facts))
+    if not facts or not fits or facts[0].start > MAGIC_LEN or facts[-1].end is not None:
+        return None
+    if not all(f.clean for f in facts):
+        return None
+    first, last = ordered[0], ordered[-1]
+    merged = replace(last, resumed_from=0, part=None)
+    before_last = {name: sum(getattr(s, name) for s in ordered[:-1]) for name in COUNTERS}
+    for name in COUNTERS:
+        setattr(merged, name, before_last[name] + getattr(last, name))
+    merged.resume_counts = {name: before_last[name] + last.resume_counts.get(name, 0) for name in COUNTERS}
+    for name in ("server_id", "server_version", "flavor", "binlog_version", "checksum_alg"):
+        setattr(merged, name, getattr(first, name))
+    firsts = [s.first_timestamp for s in ordered if s.first_timestamp is not None]
+    lasts = [s.last_timestamp for s in ordered if s.last_timestamp is not None]
+    merged.first_timestamp = min(firsts, default=None)
+    merged.last_timestamp = max(lasts, default=None)
+    merged.format_descriptions = {o: t for s in ordered for o, t in s.format_descriptions.items()}
+    problems: Counter[str] = Counter()
+    for s in ordered:
+        problems.update(s.problems)
+    merged.problems = dict(problems)
+    shapes: dict[str, str] = {}
+    corrections: list[tuple[int, int | None]] = []
+    for piece in facts[:-1]:
+        corrections += [(o, i) for name, (o, i, digest) in piece.first_maps.items() if shapes.get(name) == digest]
+        shapes.update(piece.end_shapes)
+    corrections += [(o, i) for name, (o, i, digest) in facts[-1].first_maps.items() if shapes.get(name) == digest]
+    merged.resume_shapes = {**shapes, **last.resume_shapes}
+    return merged, corrections
+
+
 def _matches(reader: HashingReader, expected: str | None) -> bool:
     return expected is None or reader.sha.copy().hexdigest() == expected
 
@@ -539,8 +697,12 @@ class _Walk:
         held: HeldRows,
         verify_checksums: bool,
         resume: ResumePoint | None,
+        part: Part | None = None,
     ) -> None:
         self.reader = reader
+        self.part = part
+        self.first_maps: dict[bytes, tuple[int, int | None, bytes]] | None = None if part is None else {}
+        """A piece's first map of each table: ``(offset, inner_index, shape digest)`` by table name."""
         self.s = summary
         self.held = held
         self.verify_checksums = verify_checksums
@@ -585,7 +747,7 @@ class _Walk:
             fde=fde,
             verify_checksums=self.verify_checksums,
         )
-        sequence, held, reader = self.sequence, self.held, self.reader
+        sequence, held, reader, first_maps = self.sequence, self.held, self.reader, self.first_maps
         try:
             for ev in events:
                 header = ev.header
@@ -612,6 +774,8 @@ class _Walk:
                     else:
                         problems += body_warnings(ev, decoded)
                 place = sequence.step(ev, decoded)
+                if place.shape_changed and first_maps is not None:
+                    self._first_map(ev)
                 trx = place.transaction
                 if trx is not None and trx.start_offset == ev.offset and trx.start_inner_index is None:
                     self._transaction_opens(trx, ev.offset)
@@ -673,10 +837,36 @@ class _Walk:
                 row = quarantine_row(s.file, s.file_name, exc.locate(file=s.file_name))
                 yield self._problem(row._replace(severity=WARNING) if _status(exc) == TRUNCATED else row)
         open_trx = sequence.transaction
+        part = None if self.part is None else self._part_facts(failure)
         sequence.finish()
         yield from held.ready()
         self._finish(failure, open_trx)
+        if part is not None:
+            s.part = part.to_json()
         yield s
+
+    def _first_map(self, ev: Event) -> None:
+        """Remember a piece's first map of its table."""
+        shape = table_shape(ev.body, ev.fde.post_header_len(EventType.TABLE_MAP))
+        if shape is not None and self.first_maps is not None and shape[0] not in self.first_maps:
+            self.first_maps[shape[0]] = (ev.offset, ev.inner_index, shape[1])
+
+    def _part_facts(self, failure: BinlogError | None) -> PartFacts:
+        part, s, sequence = self.part, self.s, self.sequence
+        assert part is not None and self.first_maps is not None
+        clean = part.end is None or (
+            failure is None
+            and not sequence.in_force
+            and s.framed_until == part.end
+            and set(s.format_descriptions) == {MAGIC_LEN}
+        )
+        return PartFacts(
+            part.start,
+            part.end,
+            clean,
+            {k.hex(): v.hex() for k, v in sequence.shapes.items()},
+            {k.hex(): (o, i, d.hex()) for k, (o, i, d) in self.first_maps.items()},
+        )
 
     def _problem(self, row: QuarantineRow) -> QuarantineRow:
         key = f"{row.code} {row.severity}"
@@ -748,8 +938,12 @@ __all__ = [
     "Framed",
     "HashingReader",
     "HeldRows",
+    "Part",
+    "PartFacts",
     "QuarantineRow",
     "ResumePoint",
     "file_problem",
     "frame_file",
+    "merge_parts",
+    "plan_parts",
 ]

@@ -6,9 +6,14 @@
     BronzeStage().write(ctx, out)    # binlog_events and quarantine, then binlog_files
 
 Framing runs in Spark tasks, one file per task (largest first, or a few small files packed
-together), each streaming its file through :func:`pipelines.bronze.framing.frame_file`; the
-framed rows are stored on local disk (an eager local checkpoint, row by row, so memory does
-not depend on file or event sizes) and the writes read them from there.  The file summaries
+together), each streaming its file through :func:`pipelines.bronze.framing.frame_file`.  A file
+framed from its start that is larger than its share of the run's bytes over the cores (at least
+:data:`MIN_PIECE_BYTES`) is cut at transaction starts into pieces of about that share, each framed
+by a task of its own (:func:`in_pieces`); their summaries merge into the one a single walk gives,
+and a file whose pieces do not fit together (the state a piece starts in is not the one a single
+walk is in there) is framed again in one piece.  The framed rows are stored on local disk (an
+eager local checkpoint, row by row, so memory does not depend on file or event sizes) and the
+writes read them from there.  The file summaries
 come back to the driver, which decides what only all files together tell:
 
 * **duplicates**: a file whose content (``content_sha256``: all the bytes framed) equals an
@@ -31,7 +36,7 @@ from __future__ import annotations
 import contextlib
 import time
 from collections import Counter, defaultdict
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import pandas as pd
@@ -51,15 +56,21 @@ from pipelines.bronze.framing import (
     WARNING,
     FileSummary,
     file_problem,
+    merge_parts,
+    plan_parts,
 )
 from pipelines.bronze.transforms import (
     DEFAULT_BATCH_BYTES,
     SUMMARY_FIELDS,
+    WALK_FIELDS,
     WORK_ITEMS,
     frame_files,
     framed_events,
+    framed_file,
     framed_quarantine,
     framed_summaries,
+    open_binary,
+    shapes_kept,
 )
 from pipelines.progress import file_predicate, quote_literal
 from pipelines.quality.rules import FIRST_OFFSETS
@@ -84,14 +95,19 @@ class BronzeOutput(Built):
     quarantine_predicate: str = "false"
     resumed: dict[str, int] = field(default_factory=dict)
     framed: DataFrame | None = None
+    checkpoints: list[DataFrame] = field(default_factory=list)
+    """The framing results stored on local disk that ``framed`` reads."""
+    shapes_kept: dict[str, list[tuple[int, int | None]]] = field(default_factory=dict)
+    """By file framed in pieces: the TABLE_MAPs whose ``shape_changed`` is False in a single walk
+    (:func:`pipelines.bronze.framing.merge_parts`)."""
 
     def release(self) -> None:
-        """Release the framing result stored on local disk (else freed when the session drops it)."""
+        """Release the framing results stored on local disk (else freed when the session drops them)."""
         super().release()
-        if self.framed is None:
-            return
-        with contextlib.suppress(Exception):  # another plan shape: Spark's cleaner frees the blocks later
-            self.framed._jdf.queryExecution().logical().rdd().unpersist(False)
+        for checkpoint in self.checkpoints:
+            with contextlib.suppress(Exception):  # another plan shape: Spark's cleaner frees the blocks later
+                checkpoint._jdf.queryExecution().logical().rdd().unpersist(False)
+        self.checkpoints = []
         self.framed = None
 
 
@@ -118,7 +134,7 @@ def _bins(items: list[WorkItem], count: int) -> list[list[WorkItem]]:
     for item in items:
         target = loads.index(min(loads))
         bins[target].append(item)
-        loads[target] += item.size - item.start_offset
+        loads[target] += item.to_read
     return [b for b in bins if b]
 
 
@@ -128,6 +144,48 @@ def work_frame(spark: SparkSession, items: list[WorkItem], max_tasks: int = MAX_
     rows = [[item.row() for item in b] for b in bins]
     rdd = spark.sparkContext.parallelize(rows, len(rows)).flatMap(lambda b: b)
     return spark.createDataFrame(rdd, WORK_ITEMS)
+
+
+MIN_PIECE_BYTES = 32 << 20
+"""The smallest piece of a large file that a task of its own frames."""
+
+
+def in_pieces(items: list[WorkItem], parallelism: int, options: dict[str, str]) -> list[WorkItem]:
+    """``items``, with each file framed from its start that is larger than a fair share of the work
+    (the bytes to read over ``parallelism``, at least :data:`MIN_PIECE_BYTES`) cut into pieces of about
+    that share (:func:`pipelines.bronze.framing.plan_parts`), so idle cores frame a part of it."""
+    share = max(MIN_PIECE_BYTES, -(-sum(item.to_read for item in items) // max(1, parallelism)))
+    work: list[WorkItem] = []
+    for item in items:
+        count = item.size // share if item.resume is None else 0
+        parts = plan_parts(open_binary(item.file, options, random_access=True), item.size, count) if count > 1 else []
+        work += [replace(item, part=part) for part in parts] or [item]
+    return work
+
+
+def whole_summaries(
+    rows: list[dict[str, Any]],
+) -> tuple[list[dict[str, Any]], set[str], dict[str, list[tuple[int, int | None]]]]:
+    """The framing summaries with those of each file framed in pieces merged into one
+    (:func:`pipelines.bronze.framing.merge_parts`), the files whose pieces do not fit together,
+    and by file the maps whose ``shape_changed`` a single walk says False."""
+    whole: list[dict[str, Any]] = []
+    pieces: dict[str, list[FileSummary]] = defaultdict(list)
+    for row in rows:
+        if row.get("part") is None:
+            whole.append(row)
+        else:
+            pieces[row["file"]].append(FileSummary(**{k: v for k, v in row.items() if k in SUMMARY_FIELDS}))
+    again: set[str] = set()
+    kept: dict[str, list[tuple[int, int | None]]] = {}
+    for file, summaries in pieces.items():
+        merged = merge_parts(summaries)
+        if merged is None:
+            again.add(file)
+            continue
+        summary, kept[file] = merged
+        whole.append({name: getattr(summary, name) for name in SUMMARY_FIELDS})
+    return whole, again, {f: at for f, at in kept.items() if at}
 
 
 def byte_size(size: int) -> str:
@@ -152,7 +210,7 @@ def work_summary(items: list[WorkItem]) -> str:
     """
     decisions = Counter(item.decision.value for item in items)
     kinds = ", ".join(f"{n} {decision}" for decision, n in sorted(decisions.items()))
-    to_read = sum(item.size - item.start_offset for item in items)
+    to_read = sum(item.to_read for item in items)
     return f"{len(items)} file(s) to frame ({kinds}), {byte_size(to_read)} to read"
 
 
@@ -171,7 +229,7 @@ def _unlisted_summary(listed: ListedFile) -> FileSummary:
 
 def _file_row(summary: dict[str, Any], pattern: str | None, run_id: str) -> dict[str, Any]:
     """A ``binlog_files`` row from a framing summary (as a dict)."""
-    row = {name: summary[name] for name in SUMMARY_FIELDS if name not in ("resumed_from", "problems")}
+    row = {name: summary[name] for name in SUMMARY_FIELDS if name not in WALK_FIELDS}
     row["server"] = server_of(summary["file"], pattern)
     row["sequence"] = sequence_of(summary["file_name"])
     row["duplicate_of"] = None
@@ -302,28 +360,47 @@ class BronzeStage:
         out = BronzeOutput(files=[])
         if items:
             started = time.monotonic()
-            out.framed = (
-                work_frame(spark, items)
-                .transform(
-                    frame_files(
-                        verify_checksums=cfg.decoder.verify_checksums,
-                        batch_rows=max(
-                            1, int(spark.conf.get("spark.sql.execution.arrow.maxRecordsPerBatch") or 10_000)
-                        ),
-                        batch_bytes=DEFAULT_BATCH_BYTES,
-                        filesystem_options=hadoop_filesystem_options(spark),
-                    )
-                )
-                # rows are stored one by one on local disk (a cache's column batches would hold 10 000
-                # rows, however large their bodies, in memory); eager: framing runs here, once
-                .localCheckpoint(eager=True, storageLevel=StorageLevel.DISK_ONLY)
+            options = hadoop_filesystem_options(spark)
+            work = in_pieces(items, spark.sparkContext.defaultParallelism, options)
+            cut = [w.file for w in work if w.part is not None]
+            if cut:
+                ctx.say(f"{len(set(cut))} large file(s) in {len(cut)} pieces, one task each")
+            framed = self._frame(ctx, out, work, options)
+            rows, again, out.shapes_kept = whole_summaries(
+                [row.asDict() for row in framed.transform(framed_summaries).collect()]
             )
-            summaries += [row.asDict() for row in out.framed.transform(framed_summaries).collect()]
+            if again:  # pieces that do not fit together: those files are framed again in one walk
+                ctx.say(f"framing {len(again)} file(s) again in one piece")
+                whole = self._frame(ctx, out, [item for item in items if item.file in again], options)
+                rows += [row.asDict() for row in whole.transform(framed_summaries).collect()]
+                framed = framed.where(~framed_file().isin(sorted(again))).unionByName(whole)
+            out.framed = framed
+            summaries += rows
             ctx.say(f"framed {len(summaries)} file(s) in {time.monotonic() - started:.1f}s")
         if not summaries:
             return out
         self._decide(ctx, out, summaries, found, [f.file for f in unreadable])
         return out
+
+    def _frame(self, ctx: Context, out: BronzeOutput, work: list[WorkItem], options: dict[str, str]) -> DataFrame:
+        """Frame ``work`` in Spark tasks; the result stored on local disk, framed once, here."""
+        spark = ctx.spark
+        framed = (
+            work_frame(spark, work)
+            .transform(
+                frame_files(
+                    verify_checksums=ctx.cfg.decoder.verify_checksums,
+                    batch_rows=max(1, int(spark.conf.get("spark.sql.execution.arrow.maxRecordsPerBatch") or 10_000)),
+                    batch_bytes=DEFAULT_BATCH_BYTES,
+                    filesystem_options=options,
+                )
+            )
+            # rows are stored one by one on local disk (a cache's column batches would hold 10 000
+            # rows, however large their bodies, in memory); eager: framing runs here, once
+            .localCheckpoint(eager=True, storageLevel=StorageLevel.DISK_ONLY)
+        )
+        out.checkpoints.append(framed)
+        return framed
 
     def _decide(
         self, ctx: Context, out: BronzeOutput, summaries: list[dict[str, Any]], found: Discovery, unlisted: list[str]
@@ -387,6 +464,8 @@ class BronzeStage:
             out.quarantine = extra_rows
             return
         events = out.framed.transform(framed_events(ctx.run_id))
+        if out.shapes_kept:
+            events = events.transform(shapes_kept(out.shapes_kept))
         if duplicates:
             events = events.where(~F.col("file").isin(duplicates))
         out.events = events

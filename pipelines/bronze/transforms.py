@@ -22,12 +22,12 @@ from typing import Any, BinaryIO, cast
 from urllib.parse import urlparse
 
 import pyarrow as pa
-from pyspark.sql import DataFrame
+from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.pandas.types import to_arrow_schema
 from pyspark.sql.types import LongType, MapType, StringType, StructField, StructType, TimestampType
 
-from pipelines.bronze.framing import EventRow, FileSummary, QuarantineRow, ResumePoint, frame_file
+from pipelines.bronze.framing import EventRow, FileSummary, Part, QuarantineRow, ResumePoint, frame_file
 from pipelines.storage import open_arrow_input
 from pipelines.tables import BINLOG_EVENTS, BINLOG_FILES, QUARANTINE, conform
 from pipelines.workers import rarely_collected
@@ -39,9 +39,10 @@ WORK_ITEMS = StructType(
         StructField("size", LongType(), False),  # length as listed: framing reads no further
         StructField("modification_time", TimestampType(), False),
         StructField("resume", StringType(), True),  # ResumePoint as JSON; null: frame from the start
+        StructField("part", StringType(), True),  # Part as JSON; null: the whole file (or from resume)
     ]
 )
-"""One file to frame, and from where."""
+"""One file (or one piece of a file) to frame, and from where."""
 
 
 def _without_run_id(fields: list[StructField]) -> list[StructField]:
@@ -53,11 +54,15 @@ FILE_SUMMARY = StructType(
         *(StructField(f.name, f.dataType, True) for f in BINLOG_FILES.schema.fields if f.name in FileSummary.__slots__),
         StructField("resumed_from", LongType(), True),
         StructField("problems", MapType(StringType(), LongType(), True), True),
+        StructField("part", StringType(), True),
     ]
 )
 """The ``binlog_files`` facts framing finds (the stage adds server, sequence, duplicates, run id)."""
 
 SUMMARY_FIELDS = [f.name for f in FILE_SUMMARY.fields]
+
+WALK_FIELDS = ("resumed_from", "problems", "part")
+"""Summary fields about the walk itself, which ``binlog_files`` does not keep."""
 
 EVENT = "event"
 QUARANTINED = "quarantine"
@@ -79,8 +84,11 @@ DEFAULT_BATCH_BYTES = 16 << 20
 _ARROW = to_arrow_schema(FRAMED, timezone="UTC")
 
 
-def open_binary(uri: str, filesystem_options: Mapping[str, str] | None = None) -> Callable[[], BinaryIO]:
-    """A function opening ``uri`` for reading: ``open`` for local paths and ``file:`` URIs, else
+def open_binary(
+    uri: str, filesystem_options: Mapping[str, str] | None = None, *, random_access: bool = False
+) -> Callable[[], BinaryIO]:
+    """A function opening ``uri`` for reading (seekable with ``random_access``, else a sequential
+    stream where that reads faster): ``open`` for local paths and ``file:`` URIs, else
     ``pyarrow.fs`` set up from ``filesystem_options``, the driver's Hadoop settings
     (:func:`pipelines.storage.hadoop_filesystem_options`): ``s3a://``/``s3://``/``s3n://`` with
     ``S3FileSystem``, ``gs://`` with ``GcsFileSystem``, ``abfs[s]://``/``wasb[s]://`` with
@@ -95,7 +103,7 @@ def open_binary(uri: str, filesystem_options: Mapping[str, str] | None = None) -
     if parsed.scheme in ("", "file") or len(parsed.scheme) == 1:  # a Windows drive is no scheme
         path = parsed.path if parsed.scheme == "file" else uri
         return lambda: open(path, "rb")
-    return open_arrow_input(uri, filesystem_options or {})
+    return open_arrow_input(uri, filesystem_options or {}, random_access=random_access)
 
 
 def resume_json(point: ResumePoint) -> str:
@@ -111,6 +119,21 @@ def resume_json(point: ResumePoint) -> str:
             "facts": point.facts,
         }
     )
+
+
+def part_json(part: Part | None) -> str | None:
+    """A piece of a file as the ``part`` column of a work item."""
+    if part is None:
+        return None
+    return json.dumps({"start": part.start, "end": part.end, "format_description": part.format_description})
+
+
+def part_of(text: str | None) -> Part | None:
+    """The piece of a work item's ``part`` column."""
+    if text is None:
+        return None
+    data = json.loads(text)
+    return Part(data["start"], data["end"], data["format_description"])
 
 
 def resume_point(text: str | None) -> ResumePoint | None:
@@ -195,11 +218,13 @@ def frame_batches(
     files = _Batcher(FILE, batch_rows, batch_bytes)
     for batch in items:
         for item in batch.to_pylist():
+            part = part_of(item["part"])
             framed = frame_file(
-                open_binary(item["file"], filesystem_options),
+                open_binary(item["file"], filesystem_options, random_access=part is not None),
                 item["file"],
                 item["file_name"],
                 resume=resume_point(item["resume"]),
+                part=part,
                 verify_checksums=verify_checksums,
                 size=item["size"],
                 modification_time=item["modification_time"],
@@ -289,6 +314,31 @@ def framed_quarantine(run_id: str) -> Callable[[DataFrame], DataFrame]:
     return transform
 
 
+def framed_file() -> Column:
+    """The file a ``FRAMED`` row belongs to, whatever its kind."""
+    return F.coalesce(F.col(f"{EVENT}.file"), F.col(f"{QUARANTINED}.file"), F.col(f"{FILE}.file"))
+
+
+def shapes_kept(kept: Mapping[str, list[tuple[int, int | None]]]) -> Callable[[DataFrame], DataFrame]:
+    """``binlog_events -> binlog_events`` with ``shape_changed`` False for the maps of ``kept``
+    (by file: ``(offset, inner_index)``), the first map of a table in a piece of a file framed in
+    pieces whose shape is the one the pieces before it ended with (see
+    :func:`pipelines.bronze.framing.merge_parts`)."""
+    by_place: dict[tuple[str, int | None], list[int]] = {}
+    for file, places in kept.items():
+        for offset, inner_index in places:
+            by_place.setdefault((file, inner_index), []).append(offset)
+    kept_here = F.lit(False)
+    for (file, inner_index), offsets in sorted(by_place.items(), key=str):
+        inner = F.col("inner_index").isNull() if inner_index is None else F.col("inner_index") == inner_index
+        kept_here = kept_here | ((F.col("file") == file) & inner & F.col("offset").isin(sorted(offsets)))
+
+    def transform(events: DataFrame) -> DataFrame:
+        return events.withColumn("shape_changed", F.when(kept_here, F.lit(False)).otherwise(F.col("shape_changed")))
+
+    return transform
+
+
 def framed_summaries(framed: DataFrame) -> DataFrame:
     """The file summaries of a ``FRAMED`` frame (schema ``FILE_SUMMARY``)."""
     return framed.transform(_kind(FILE))
@@ -298,13 +348,18 @@ __all__ = [
     "FILE_SUMMARY",
     "FRAMED",
     "SUMMARY_FIELDS",
+    "WALK_FIELDS",
     "WORK_ITEMS",
     "frame_batches",
     "frame_files",
     "framed_events",
+    "framed_file",
     "framed_quarantine",
     "framed_summaries",
     "open_binary",
+    "part_json",
+    "part_of",
     "resume_json",
     "resume_point",
+    "shapes_kept",
 ]

@@ -262,8 +262,11 @@ class SilverStage:
         )
         events = lake.read_or_empty(BINLOG_EVENTS).where(file_predicate(pending)).transform(trusted)
         kept = out.kept
+        # the decoded maps and their resolved columns are wide and nested (a large binlog's hundreds of
+        # thousands of maps): stored on local disk row by row, not built into column batches in the heap
         maps_out = kept.keep(
-            decode_table_maps(events.where(F.col("event_class") == "table_map"), fdes).join(F.broadcast(info), "file")
+            decode_table_maps(events.where(F.col("event_class") == "table_map"), fdes).join(F.broadcast(info), "file"),
+            rows_on_disk=True,
         )
         queries_out = kept.keep(
             decode_queries(events.where(F.col("event_class") == "query"), fdes).join(
@@ -289,7 +292,7 @@ class SilverStage:
         history_frame = kept.keep(spark.createDataFrame(history_rows, SCHEMA_HISTORY.schema))
         replayed_frame = _replay_frame(spark, results)
         new_maps = maps_out.where(F.col("problem_code").isNull()).withColumn("run_id", F.lit(ctx.run_id))
-        table_maps = kept.keep(new_maps.transform(resolve_columns(history_frame)))
+        table_maps = kept.keep(new_maps.transform(resolve_columns(history_frame)), rows_on_disk=True)
         out.built_maps = table_maps.transform(conform(TABLE_MAPS))
         ddl_events = kept.keep(new_queries.transform(with_replay(replayed_frame, ctx.run_id)))
         # files built before whose names or DDL outcome the new history changes

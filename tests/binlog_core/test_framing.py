@@ -13,13 +13,14 @@ import struct
 
 import pytest
 
-from binlog_core.constants import EventType
+from binlog_core.constants import GTID_EVENTS, EventType
 from binlog_core.decoder import DecodedEvent, decode_file
 from binlog_core.event import START_V3_BODY_LEN, Event
 from binlog_core.events.control import RotateEvent, StartV3Event, StopEvent
 from binlog_core.events.query import QueryEvent, StatusVars
-from binlog_core.framing import open_events
+from binlog_core.framing import find_transaction_start, iter_events, open_events
 from tests.binlog_core.real_events import decode_bytes, file_bytes
+from tests.fixtures.truth import FIXTURES
 from tests.harness.corpus import corpus_path
 
 V2_40 = "mariadb-test-data/std_data/master-bin.000001"
@@ -297,3 +298,40 @@ def test_a_later_format_description_without_checksums_ends_the_checksums() -> No
     ]
     assert [i.event.type_name for i in items[-1:]] == ["STOP"]
     assert all(i.problems == [] for i in items)
+
+
+# -- a transaction start found without walking from the file's start ------------------------------
+
+
+@pytest.mark.parametrize(
+    "source", ["sample/mysql-bin.000002", "mysql-binlog-connector-java/mysql-bin.checksum-crc32"], ids=str
+)
+def test_from_any_offset_the_next_gtid_event_one_walk_frames_is_found(source: str) -> None:
+    """Every byte offset of the file, inside events too, leads to the first GTID event starting at
+    or after it (None past the last one)."""
+    path = FIXTURES / source if source.startswith("sample/") else corpus_path(source)
+    starts = [e.offset for e in open_events(path) if e.type_code in GTID_EVENTS and e.inner_index is None]
+    assert len(starts) > 3
+    data = path.read_bytes()
+    with path.open("rb") as stream:
+        fde = next(iter_events(stream, path.name)).fde
+        found = [find_transaction_start(stream, fde, at) for at in range(len(data) + 1)]
+    assert found == [next((s for s in starts if s >= at), None) for at in range(len(data) + 1)]
+
+
+def test_a_transaction_start_is_only_looked_for_where_checksums_tell_event_starts() -> None:
+    path = corpus_path("mysql-binlog-connector-java/mysql-bin.checksum-none")
+    with path.open("rb") as stream:
+        fde = next(iter_events(stream, path.name)).fde
+        with pytest.raises(ValueError, match="CRC32"):
+            find_transaction_start(stream, fde, 4)
+
+
+def test_the_search_gives_up_after_its_window() -> None:
+    path = FIXTURES / "sample" / "mysql-bin.000002"
+    starts = [e.offset for e in open_events(path) if e.type_code in GTID_EVENTS]
+    gap_start, gap_end = max(itertools.pairwise(starts), key=lambda pair: pair[1] - pair[0])
+    with path.open("rb") as stream:
+        fde = next(iter_events(stream, path.name)).fde
+        assert find_transaction_start(stream, fde, gap_start + 1, window=gap_end - gap_start - 2) is None
+        assert find_transaction_start(stream, fde, gap_start + 1, window=gap_end - gap_start + 64) == gap_end

@@ -258,7 +258,7 @@ def test_a_file_never_seen_is_framed_from_its_start() -> None:
         0,
         None,
     )
-    assert item.row() == (FILE, "mysql-bin.000002", 27030, WHEN, None)
+    assert item.row() == (FILE, "mysql-bin.000002", 27030, WHEN, None, None)  # no resume point, whole
 
 
 def test_a_file_of_the_same_length_and_instant_is_left_alone_whatever_zone_the_times_are_read_in(

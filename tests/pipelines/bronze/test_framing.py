@@ -13,6 +13,7 @@ import dataclasses
 import functools
 import hashlib
 import io
+import itertools
 import os
 import stat
 from collections import Counter
@@ -36,9 +37,12 @@ from pipelines.bronze.framing import (
     EventRow,
     FileSummary,
     HashingReader,
+    Part,
     QuarantineRow,
     ResumePoint,
     frame_file,
+    merge_parts,
+    plan_parts,
 )
 from pipelines.tables import BINLOG_EVENTS, QUARANTINE
 from tests.binlog_core.real_events import MISC
@@ -740,3 +744,94 @@ def test_the_prefix_hash_keeps_only_what_is_not_hashed_yet() -> None:
     reader.hash_until(9000)
     assert reader.sha.hexdigest() == sha256(data[:9000])
     assert reader.unhashed == 1000
+
+
+# -- a large file framed in pieces by several tasks ----------------------------------------------
+
+
+def frame_in_pieces(data: bytes, count: int) -> tuple[list[Part], list[Framing]]:
+    """The pieces :func:`plan_parts` cuts ``data`` into for ``count`` tasks, and each one's framing."""
+    parts = plan_parts(_opener(data), len(data), count)
+    return parts, [frame(data, size=len(data), part=part) for part in parts]
+
+
+def put_together(framings: list[Framing]) -> tuple[list[EventRow], list[QuarantineRow], FileSummary] | None:
+    """The pieces' rows one after the other, with the maps :func:`merge_parts` names set back to
+    ``shape_changed = False``, and the merged summary; None when the pieces are not merged."""
+    merged = merge_parts([summary for _e, _q, summary in framings])
+    if merged is None:
+        return None
+    summary, kept = merged
+    events = [e for e, _q, _s in framings for e in e]
+    events = [e._replace(shape_changed=False) if (e.offset, e.inner_index) in kept else e for e in events]
+    return events, [q for _e, q, _s in framings for q in q], summary
+
+
+@pytest.mark.parametrize("count", [2, 3, 5])
+@pytest.mark.parametrize("source", _every_file())
+def test_a_file_framed_in_pieces_gives_the_rows_and_summary_of_one_walk_over_it(source: Path | str, count: int) -> None:
+    data = _data(source)
+    parts, framings = frame_in_pieces(data, count)
+    events, quarantine, summary = frame(data, size=len(data))
+    if not parts:  # not cut: a file without CRC32 checksums or GTID events, or too small for the cuts
+        return
+    assert [p.start for p in parts] == sorted({p.start for p in parts})
+    together = put_together(framings)
+    assert (together is None) == _state_crosses(events, summary, [p.start for p in parts[1:]])
+    if together is not None:
+        assert together == (events, quarantine, summary)
+
+
+def _state_crosses(events: list[EventRow], summary: FileSummary, cuts: list[int]) -> bool:
+    """Whether one walk carries state over a cut that a piece starting there cannot know: a
+    FORMAT_DESCRIPTION after the file's first, a map still in force, an error that stopped the walk."""
+    for cut in cuts:
+        if summary.error_offset is not None and summary.error_offset < cut:
+            return True
+        for e in events:
+            if e.offset >= cut:
+                break
+            if e.event_type == EventType.FORMAT_DESCRIPTION and e.offset > 4:
+                return True
+            ends = e.in_force_until
+            if e.event_type == EventType.TABLE_MAP and (ends is None or ends >= cut):
+                return True
+    return False
+
+
+def test_the_sample_files_are_cut_at_transaction_starts_and_merged_with_the_shapes_set_back() -> None:
+    data = (SAMPLE / "mysql-bin.000002").read_bytes()
+    parts, framings = frame_in_pieces(data, 3)
+    whole = frame(data)[0]
+    gtids = {e.offset for e in whole if e.event_type == EventType.MARIADB_GTID}
+    assert len(parts) == 3 and {p.start for p in parts[1:]} <= gtids
+    assert [(p.end, q.start) for p, q in itertools.pairwise(parts)] == [(q.start, q.start) for q in parts[1:]]
+    kept = merge_parts([s for _e, _q, s in framings])
+    assert kept is not None and kept[1], "a table mapped in an earlier piece keeps its shape in a later one"
+    first_in_piece = [e for _e, _q, _s in framings[1:] for e in _e if e.event_type == EventType.TABLE_MAP][:1]
+    assert first_in_piece and first_in_piece[0].shape_changed is True  # the piece alone cannot tell
+
+
+def test_a_file_without_checksums_is_not_cut() -> None:
+    data = corpus("mysql-binlog-connector-java/mysql-bin.checksum-none")
+    assert plan_parts(_opener(data), len(data), 4) == []
+    assert plan_parts(_opener(corpus("mysql-binlog-connector-java/mysql-bin.checksum-crc32")), 10**9, 1) == []
+
+
+def test_pieces_that_do_not_fit_together_are_framed_again_whole() -> None:
+    data = (SAMPLE / "mysql-bin.000002").read_bytes()
+    parts, framings = frame_in_pieces(data, 2)
+    assert merge_parts([s for _e, _q, s in framings]) is not None
+    assert merge_parts([framings[1][2]]) is None  # the first piece is missing
+    inside = Part(parts[0].start, parts[0].end - 7, parts[0].format_description)  # ends inside an event
+    early = Part(inside.end, None, parts[1].format_description)
+    cut = [frame(data, size=len(data), part=part)[2] for part in (inside, early)]
+    assert merge_parts(cut) is None
+
+
+def test_the_last_piece_of_a_file_shorter_than_listed_does_not_fit() -> None:
+    data = (SAMPLE / "mysql-bin.000002").read_bytes()
+    parts, framings = frame_in_pieces(data, 2)
+    short = frame(data[: parts[1].start - 1], size=len(data), part=parts[1])
+    assert (short[0], short[1]) == ([], [])
+    assert merge_parts([framings[0][2], short[2]]) is None

@@ -26,6 +26,7 @@ from pyspark.sql.types import TimestampType
 
 from binlog_core.framing import open_events
 from conf import AppConfig, InputSettings, StorageSettings
+from pipelines.bronze import stage as bronze_stage
 from pipelines.bronze.framing import EventRow, frame_file
 from pipelines.bronze.stage import BronzeStage, replace_predicates
 from pipelines.exits import Exit
@@ -165,6 +166,30 @@ def test_each_event_of_the_sample_becomes_one_row_and_a_second_run_writes_nothin
     assert (again.exit_code, again.files_built["bronze"], again.events_framed) == (Exit.OK, 0, 0)
     assert versions(spark, lake) == written
     assert {t: rows(lake, t) for t in (EVENTS, FILES, QUARANTINE)} == before
+
+
+def test_a_file_larger_than_its_share_of_the_work_is_framed_in_pieces_and_written_as_one_walk_writes_it(
+    spark: SparkSession, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    name = "mysql-bin.000002"
+    lakes = {}
+    for pieces in (False, True):
+        if pieces:  # the sample file is small: any file larger than half the work is cut (local[2])
+            monkeypatch.setattr(bronze_stage, "MIN_PIECE_BYTES", 1)
+        binlogs = tmp_path / f"binlogs-{pieces}"
+        place(binlogs / name, (SAMPLE / name).read_bytes())
+        cfg = config(binlogs, tmp_path / f"lake-{pieces}")
+        err = io.StringIO()
+        report = run(spark, cfg, ["bronze"], err=err, progress_every=None, run_id="first")
+        assert (report.exit_code, report.events_framed) == (Exit.OK, 197)
+        assert ("1 large file(s) in 2 pieces" in err.getvalue()) is pieces
+        lakes[pieces] = Lakehouse(spark, cfg.storage)
+    one, two = lakes[False], lakes[True]
+    assert rows(two, EVENTS, "file") == rows(one, EVENTS, "file")  # shape_changed set back too
+    assert sorted(rows(two, EVENTS, "file"), key=repr) == sorted(
+        (r[1:] for r in expected_events(SAMPLE / name, "f", "first")), key=repr
+    )
+    assert rows(two, FILES, "file", "server") == rows(one, FILES, "file", "server")  # hashes, resume point, counts
 
 
 # -- a growing active binlog, a file rewritten in place, a killed run ------------------------------
