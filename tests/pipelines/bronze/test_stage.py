@@ -35,6 +35,7 @@ from pipelines.stage import Context
 from pipelines.storage import Lakehouse, Layer, Table, Write
 from pipelines.tables import BINLOG_EVENTS, BINLOG_FILES
 from tests.fixtures.truth import FIXTURES
+from tests.harness.corpus import corpus_path
 
 SAMPLE = FIXTURES / "sample"
 EVENTS = Table.bronze("binlog_events")
@@ -190,6 +191,27 @@ def test_a_file_larger_than_its_share_of_the_work_is_framed_in_pieces_and_writte
         (r[1:] for r in expected_events(SAMPLE / name, "f", "first")), key=repr
     )
     assert rows(two, FILES, "file", "server") == rows(one, FILES, "file", "server")  # hashes, resume point, counts
+
+
+@pytest.mark.corpus
+def test_a_file_whose_pieces_do_not_fit_together_is_framed_again_in_one_piece(
+    spark: SparkSession, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A FORMAT_DESCRIPTION in the first piece (this file re-announces one at 202) governs the
+    second, which starts with the file's first: the pieces are dropped and the file framed whole."""
+    monkeypatch.setattr(bronze_stage, "MIN_PIECE_BYTES", 1)
+    source = corpus_path("mysql-server/std_data/rpl_gipk_equivalent_key.000001")
+    binlogs = tmp_path / "binlogs"
+    path = place(binlogs / "mysql-bin.000001", source.read_bytes())
+    cfg = config(binlogs, tmp_path / "lake")
+    err = io.StringIO()
+    report = run(spark, cfg, ["bronze"], err=err, progress_every=None, run_id="first")
+    assert (report.exit_code, report.events_framed) == (Exit.OK, 10)
+    assert "1 large file(s) in 2 pieces" in err.getvalue()
+    assert "framing 1 file(s) again in one piece" in err.getvalue()
+    lake = Lakehouse(spark, cfg.storage)
+    assert rows(lake, EVENTS) == expected_events(path, f"file:{path}", "first")
+    assert [(r.status, r.event_count, r.framed_until) for r in lake.read(FILES).collect()] == [("complete", 10, 640)]
 
 
 # -- a growing active binlog, a file rewritten in place, a killed run ------------------------------
