@@ -612,10 +612,11 @@ class PartFacts:
     start: int
     end: int | None
     clean: bool
-    """A piece before the last ended exactly at ``end`` with no error, no map in force and no
-    FORMAT_DESCRIPTION but the file's first: the next piece starts in the state it assumed (a
-    transaction still open closes without an end at the GTID event the next piece starts with, as
-    in a single walk).  The last piece: it could read the bytes before it."""
+    """No FORMAT_DESCRIPTION but the file's first (one would clear the table shapes a later piece
+    is compared with), and a piece before the last ended exactly at ``end`` with no error and no
+    map in force: the next piece starts in the state it assumed (a transaction still open closes
+    without an end at the GTID event the next piece starts with, as in a single walk).  The last
+    piece could also read the bytes before it."""
     end_shapes: dict[str, str] = field(default_factory=dict)
     """Each table's last shape in the piece (hex of ``FileSequence.shapes``)."""
     first_maps: dict[str, tuple[int, int | None, str]] = field(default_factory=dict)
@@ -854,11 +855,8 @@ class _Walk:
     def _part_facts(self, failure: BinlogError | None) -> PartFacts:
         part, s, sequence = self.part, self.s, self.sequence
         assert part is not None and self.first_maps is not None
-        clean = part.end is None or (
-            failure is None
-            and not sequence.in_force
-            and s.framed_until == part.end
-            and set(s.format_descriptions) == {MAGIC_LEN}
+        clean = set(s.format_descriptions) == {MAGIC_LEN} and (
+            part.end is None or (failure is None and not sequence.in_force and s.framed_until == part.end)
         )
         return PartFacts(
             part.start,

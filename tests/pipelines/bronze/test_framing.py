@@ -784,15 +784,16 @@ def test_a_file_framed_in_pieces_gives_the_rows_and_summary_of_one_walk_over_it(
 
 def _state_crosses(events: list[EventRow], summary: FileSummary, cuts: list[int]) -> bool:
     """Whether one walk carries state over a cut that a piece starting there cannot know: a
-    FORMAT_DESCRIPTION after the file's first, a map still in force, an error that stopped the walk."""
+    FORMAT_DESCRIPTION after the file's first (anywhere: it clears the shapes later maps are
+    compared with), a map still in force, an error that stopped the walk."""
+    if any(e.event_type == EventType.FORMAT_DESCRIPTION and e.offset > 4 for e in events):
+        return True
     for cut in cuts:
         if summary.error_offset is not None and summary.error_offset < cut:
             return True
         for e in events:
             if e.offset >= cut:
                 break
-            if e.event_type == EventType.FORMAT_DESCRIPTION and e.offset > 4:
-                return True
             ends = e.in_force_until
             if e.event_type == EventType.TABLE_MAP and (ends is None or ends >= cut):
                 return True
