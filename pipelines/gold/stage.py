@@ -283,10 +283,13 @@ class GoldStage:
         }
         images = [layouts[n].struct_type() for n in names]
         maps = _silver_rows(ctx, TABLE_MAPS, pending).select("file", "offset", "inner_index", "plan_key")
+        # every row change, with its typed images in the struct of its table: wide and nested, stored
+        # on local disk row by row rather than built into column batches in the heap
         decoded = out.kept.keep(
             rows_input(events, maps).transform(
                 decode_rows_events(plans, images, names, servers, decode_options(ctx.cfg), descriptions)
-            )
+            ),
+            rows_on_disk=True,
         )
         plan_columns = ctx.spark.createDataFrame(
             [(key, info.names, info.kinds) for key, info in infos.items()], PLAN_COLUMNS
