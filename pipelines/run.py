@@ -265,25 +265,26 @@ def run(
     started = time.monotonic()
     if not cfg.current.enabled and len(stages) > 1:
         stages = [name for name in stages if name != "current"]
-    try:
-        for name in stages:
-            report.interrupted = name
-            if not _stage(ctx, name, stages, report, log, current, tracker, progress_every, quality):
-                break
-        report.interrupted = None
-    except Interrupted as exc:
-        quality.close()
-        report.seconds = time.monotonic() - started
-        exc.report = report  # type: ignore[attr-defined]
-        raise
-    except Exception:
+    with lake.registering_at_end():  # the tables this run created, and any a killed run left unregistered
+        try:
+            for name in stages:
+                report.interrupted = name
+                if not _stage(ctx, name, stages, report, log, current, tracker, progress_every, quality):
+                    break
+            report.interrupted = None
+        except Interrupted as exc:
+            quality.close()
+            report.seconds = time.monotonic() - started
+            exc.report = report  # type: ignore[attr-defined]
+            raise
+        except Exception:
+            _release_handed(ctx)
+            raise
         _release_handed(ctx)
-        raise
-    _release_handed(ctx)
-    current.pop("say", None)
-    quality.build_docs()  # in the background, while the end of the run asks Spark
-    spark.sparkContext.setJobGroup(f"{report.run_id}:end", "binlog-lakehouse end of run")
-    _write_gate_results(ctx, report)
+        current.pop("say", None)
+        quality.build_docs()  # in the background, while the end of the run asks Spark
+        spark.sparkContext.setJobGroup(f"{report.run_id}:end", "binlog-lakehouse end of run")
+        _write_gate_results(ctx, report)
     report.bad_input = bad_input(ctx)
     report.totals = lake_totals(ctx.state)
     report.data_docs = quality.finish()

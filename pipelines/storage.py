@@ -22,7 +22,9 @@ Tables are registered as external tables by location, once: the registrations ma
 remembered in ``<root>/_state/registered.json`` (with the catalog they were made in), so a run
 that creates no table touches no catalog; with a catalog that outlives the session
 (``spark.catalog: hive``) analysts query them by name from any later session.  Bookkeeping
-tables (layer ``_state``) are never registered.
+tables (layer ``_state``) are never registered.  A run registers in one batch at its end
+(:meth:`Lakehouse.registering_at_end`): the tables it created, and any table of the lakehouse the
+catalog is not known to hold (one a killed run wrote and did not register).
 
 Input files are read by Python tasks, not by Spark: local paths with ``open``, object stores
 through ``pyarrow.fs``, configured from the same Hadoop settings Spark uses (see
@@ -39,7 +41,7 @@ import functools
 import json
 import re
 import threading
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
@@ -60,7 +62,7 @@ from pyspark.util import inheritable_thread_target
 from conf import StorageSettings
 from conf.paths import local_path_of
 from pipelines.query.lake import S3_SCHEMES, delta_storage_options
-from pipelines.tables import Col, Layer, TableSpec, conform
+from pipelines.tables import CATALOGED, Col, Layer, TableSpec, conform
 
 
 @dataclass
@@ -173,6 +175,8 @@ _NTZ = "timestamp_ntz"
 
 _REGEX_SPECIAL = re.compile(r"([.^$+?()\[\]{}\\])")
 REGISTERED_FILE = "registered.json"
+DELTA_LOG = "_delta_log"
+"""The folder that makes a folder a Delta table."""
 
 
 def _quote(identifier: str) -> str:
@@ -196,6 +200,7 @@ class Lakehouse:
         self._registered: dict[str, str] | None = None
         self._lock = threading.Lock()
         self._warming: threading.Thread | None = None
+        self._deferred = False
 
     @property
     def root(self) -> str:
@@ -324,7 +329,7 @@ class Lakehouse:
             writer.save(path)
         with self._lock:
             self.commits += 1
-        if not exists:
+        if not exists and not self._deferred:
             self.register([spec])
         if self.on_write is not None:
             self.on_write(spec)
@@ -417,6 +422,45 @@ class Lakehouse:
         self._warming = threading.Thread(target=warm, name="catalog-warm", daemon=True)
         self._warming.start()
 
+    @contextlib.contextmanager
+    def registering_at_end(self) -> Iterator[None]:
+        """Within the block, a table written for the first time is not registered as it is written
+        but when the block ends, in one batch with every other table of the lakehouse the catalog
+        is not known to hold (:meth:`register_unregistered`): one catalog listing per database and
+        one record of the registrations, instead of a lookup and a record per table.
+
+        When the block raises, nothing is registered: the tables it created are registered by the
+        next block that ends (the next run), as are those of a run killed before its end."""
+        self._deferred = True
+        try:
+            yield
+        finally:
+            self._deferred = False
+        self.register_unregistered()
+
+    def register_unregistered(self) -> None:
+        """Register every table of the lakehouse's folders that is not remembered as registered here."""
+        if not self.settings.register_tables:
+            return
+        known = self.registered()
+        self.register([t for t in self._stored_tables() if known.get(self._key(t)) != self.path(t)])
+
+    def _stored_tables(self) -> list[Table]:
+        """The Delta tables of every cataloged layer, found by their folders alone (a folder holding a
+        ``_delta_log``): no Delta snapshot is opened."""
+        jvm = self.spark.sparkContext._jvm
+        assert jvm is not None
+        found = []
+        for layer in CATALOGED:
+            hadoop_path, fs = self._filesystem(f"{self.root}/{layer.value}")
+            if not fs.exists(hadoop_path):  # type: ignore[attr-defined]
+                continue
+            for status in fs.listStatus(hadoop_path):  # type: ignore[attr-defined]
+                folder = status.getPath()
+                if status.isDirectory() and fs.exists(jvm.org.apache.hadoop.fs.Path(folder, DELTA_LOG)):  # type: ignore[attr-defined]
+                    found.append(Table(layer, folder.getName()))
+        return found
+
     def register(self, tables: Sequence[TableRef], *, force: bool = False) -> None:
         """Make ``database.table`` point at each table's location, unless already done from here.
 
@@ -424,7 +468,8 @@ class Lakehouse:
         lakehouse roots, or one that moved) is dropped and registered again here, so the name
         always reads this lakehouse; dropping an external table leaves its files alone. A name
         held by a managed table is an error (dropping it would delete its data).  ``force``
-        checks the catalog even for tables remembered as registered.
+        checks the catalog even for tables remembered as registered.  The catalog is listed once
+        per database; only a name it already holds is looked up.
         """
         if not self.settings.register_tables:
             return
@@ -433,10 +478,13 @@ class Lakehouse:
             todo = [t for t in tables if t.layer != Layer.STATE and (force or known.get(self._key(t)) != self.path(t))]
             if not todo:
                 return
+            held: dict[Layer, set[str]] = {}
             for layer in sorted({t.layer for t in todo}):
-                self.spark.sql(f"CREATE DATABASE IF NOT EXISTS {_quote(self.database(layer))}")
+                database = _quote(self.database(layer))
+                self.spark.sql(f"CREATE DATABASE IF NOT EXISTS {database}")
+                held[layer] = {row.tableName.lower() for row in self.spark.sql(f"SHOW TABLES IN {database}").collect()}
             for table in todo:
-                self._register_one(table)
+                self._register_one(table, table.name.lower() in held[table.layer])
                 known[self._key(table)] = self.path(table)
             self._remember(known)
             self._registered = known
@@ -444,10 +492,11 @@ class Lakehouse:
     def _key(self, table: TableRef) -> str:
         return f"{self.database(table.layer)}.{table.name}"
 
-    def _register_one(self, table: TableRef) -> None:
+    def _register_one(self, table: TableRef, held: bool) -> None:
+        """Register one table; ``held``: the catalog holds its name already (look up where it points)."""
         name = self.qualified_name(table)
         location = self.path(table)
-        entry = self._catalog_entry(table)
+        entry = self._catalog_entry(table) if held else None
         if entry is not None:
             kind, registered_at = entry
             if registered_at != self._qualified(location):

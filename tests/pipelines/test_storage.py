@@ -9,6 +9,7 @@ to a recording stand-in for ``S3FileSystem``.
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -506,6 +507,36 @@ def test_a_registration_whose_files_were_deleted_is_replaced(spark: SparkSession
     shutil.rmtree(tmp_path / "gone")
     overwrite(_lake(spark, tmp_path / "new", "deleted"), spark.createDataFrame([Row(id=5)]), Table.gold("t"))
     assert spark.sql("SELECT id FROM storage_gold_deleted.t").collect() == [Row(id=5)]
+
+
+def test_tables_written_while_registering_at_end_are_registered_together_when_the_block_ends(
+    spark: SparkSession, tmp_path: Path
+) -> None:
+    lake = _lake(spark, tmp_path / "lake", "batched")
+    with lake.registering_at_end():
+        overwrite(lake, spark.createDataFrame([Row(id=1)]), Table.gold("a"))
+        overwrite(lake, spark.createDataFrame([Row(id=2)]), Table.bronze("b"))
+        assert not spark.catalog.tableExists("storage_gold_batched.a")
+    assert spark.sql("SELECT id FROM storage_gold_batched.a").collect() == [Row(id=1)]
+    assert spark.sql("SELECT id FROM storage_bronze_batched.b").collect() == [Row(id=2)]
+    remembered = json.loads((tmp_path / "lake" / "_state" / storage.REGISTERED_FILE).read_text())["tables"]
+    assert remembered == {
+        "storage_gold_batched.a": f"{tmp_path}/lake/gold/a",
+        "storage_bronze_batched.b": f"{tmp_path}/lake/bronze/b",
+    }
+
+
+def test_a_table_a_killed_run_wrote_before_registering_it_is_registered_by_the_next_run(
+    spark: SparkSession, tmp_path: Path
+) -> None:
+    killed = _lake(spark, tmp_path / "lake", "killed")
+    with pytest.raises(KeyboardInterrupt), killed.registering_at_end():
+        overwrite(killed, spark.createDataFrame([Row(id=3)]), Table.gold("t"))
+        raise KeyboardInterrupt  # killed after the commit, before the registration
+    assert not spark.catalog.tableExists("storage_gold_killed.t")
+    with _lake(spark, tmp_path / "lake", "killed").registering_at_end():
+        pass  # the next run writes nothing new
+    assert spark.sql("SELECT id FROM storage_gold_killed.t").collect() == [Row(id=3)]
 
 
 def test_a_name_held_by_a_managed_table_is_not_dropped(spark: SparkSession, tmp_path: Path) -> None:
