@@ -439,27 +439,29 @@ class Lakehouse:
         self.register_unregistered()
 
     def register_unregistered(self) -> None:
-        """Register every table of the lakehouse's folders that is not remembered as registered here."""
+        """Register every table of the lakehouse's folders that is not remembered as registered here.
+
+        Found by the folders alone: one listing per layer, and a look for the ``_delta_log`` of a
+        folder not remembered (none, once every table is): no Delta snapshot is opened."""
         if not self.settings.register_tables:
             return
-        known = self.registered()
-        self.register([t for t in self._stored_tables() if known.get(self._key(t)) != self.path(t)])
-
-    def _stored_tables(self) -> list[Table]:
-        """The Delta tables of every cataloged layer, found by their folders alone (a folder holding a
-        ``_delta_log``): no Delta snapshot is opened."""
         jvm = self.spark.sparkContext._jvm
         assert jvm is not None
-        found = []
+        known = self.registered()
+        missing = []
         for layer in CATALOGED:
             hadoop_path, fs = self._filesystem(f"{self.root}/{layer.value}")
             if not fs.exists(hadoop_path):  # type: ignore[attr-defined]
                 continue
             for status in fs.listStatus(hadoop_path):  # type: ignore[attr-defined]
-                folder = status.getPath()
-                if status.isDirectory() and fs.exists(jvm.org.apache.hadoop.fs.Path(folder, DELTA_LOG)):  # type: ignore[attr-defined]
-                    found.append(Table(layer, folder.getName()))
-        return found
+                folder, table = status.getPath(), Table(layer, status.getPath().getName())
+                if (
+                    status.isDirectory()
+                    and known.get(self._key(table)) != self.path(table)
+                    and fs.exists(jvm.org.apache.hadoop.fs.Path(folder, DELTA_LOG))  # type: ignore[attr-defined]
+                ):
+                    missing.append(table)
+        self.register(missing)
 
     def register(self, tables: Sequence[TableRef], *, force: bool = False) -> None:
         """Make ``database.table`` point at each table's location, unless already done from here.
