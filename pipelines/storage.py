@@ -175,8 +175,6 @@ _NTZ = "timestamp_ntz"
 
 _REGEX_SPECIAL = re.compile(r"([.^$+?()\[\]{}\\])")
 REGISTERED_FILE = "registered.json"
-DELTA_LOG = "_delta_log"
-"""The folder that makes a folder a Delta table."""
 
 
 def _quote(identifier: str) -> str:
@@ -278,11 +276,14 @@ class Lakehouse:
 
     def tables(self, layer: Layer) -> list[str]:
         """Names of the Delta tables of a layer that exist on storage."""
+        return sorted(name for name in self._folders(layer) if self.exists(Table(layer, name)))
+
+    def _folders(self, layer: Layer) -> list[str]:
+        """Names of the folders in a layer's folder (none before its first table)."""
         hadoop_path, fs = self._filesystem(f"{self.root}/{layer.value}")
         if not fs.exists(hadoop_path):  # type: ignore[attr-defined]
             return []
-        names = [status.getPath().getName() for status in fs.listStatus(hadoop_path) if status.isDirectory()]  # type: ignore[attr-defined]
-        return sorted(name for name in names if self.exists(Table(layer, name)))
+        return [status.getPath().getName() for status in fs.listStatus(hadoop_path) if status.isDirectory()]  # type: ignore[attr-defined]
 
     def write(self, write: Write) -> None:
         """One write (see :class:`Write`): the frame conformed to its spec, then registered."""
@@ -439,29 +440,19 @@ class Lakehouse:
         self.register_unregistered()
 
     def register_unregistered(self) -> None:
-        """Register every table of the lakehouse's folders that is not remembered as registered here.
-
-        Found by the folders alone: one listing per layer, and a look for the ``_delta_log`` of a
-        folder not remembered (none, once every table is): no Delta snapshot is opened."""
+        """Register every table of the lakehouse's folders that is not remembered as registered here
+        (one listing per layer; only a folder not remembered is looked at: none, once every table is)."""
         if not self.settings.register_tables:
             return
-        jvm = self.spark.sparkContext._jvm
-        assert jvm is not None
         known = self.registered()
-        missing = []
-        for layer in CATALOGED:
-            hadoop_path, fs = self._filesystem(f"{self.root}/{layer.value}")
-            if not fs.exists(hadoop_path):  # type: ignore[attr-defined]
-                continue
-            for status in fs.listStatus(hadoop_path):  # type: ignore[attr-defined]
-                folder, table = status.getPath(), Table(layer, status.getPath().getName())
-                if (
-                    status.isDirectory()
-                    and known.get(self._key(table)) != self.path(table)
-                    and fs.exists(jvm.org.apache.hadoop.fs.Path(folder, DELTA_LOG))  # type: ignore[attr-defined]
-                ):
-                    missing.append(table)
-        self.register(missing)
+        self.register(
+            [
+                table
+                for layer in CATALOGED
+                for table in (Table(layer, name) for name in self._folders(layer))
+                if known.get(self._key(table)) != self.path(table) and self.exists(table)
+            ]
+        )
 
     def register(self, tables: Sequence[TableRef], *, force: bool = False) -> None:
         """Make ``database.table`` point at each table's location, unless already done from here.
