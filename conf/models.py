@@ -223,6 +223,16 @@ class SparkSettings(Section):
         default="WARN",
         description="Log level of the Spark JVM once the session is up.",
     )
+    small_work_mib: int = Field(
+        default=64,
+        ge=0,
+        description=(
+            "A stage whose binlog files total less than this many MiB runs its queries without adaptive "
+            "execution and code generation (`spark.sql.adaptive.enabled`, `spark.sql.codegen.wholeStage`, "
+            "`spark.sql.codegen.factoryMode`): on little data, planning and compiling cost more than the rows. "
+            "Larger stages keep Spark's defaults, and so does a key set in `conf`. `0`: never."
+        ),
+    )
     conf: dict[str, SparkConfValue] = Field(
         default_factory=dict,
         description=(

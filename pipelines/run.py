@@ -38,6 +38,7 @@ from pipelines.bronze.discover import list_files
 from pipelines.bronze.stage import BronzeStage
 from pipelines.control import Interrupted
 from pipelines.current.stage import CurrentStage
+from pipelines.execution import ExecutionMode
 from pipelines.exits import SHORT, Exit
 from pipelines.gold.stage import GoldStage
 from pipelines.progress import LakeState, SparkProgress
@@ -256,7 +257,10 @@ def run(
     lake = Lakehouse(spark, cfg.storage, on_write=wrote)
     quality = QualityProject(project_folder(cfg))
 
-    def expect_work() -> None:
+    execution = ExecutionMode(spark, cfg.spark.small_work_mib)
+
+    def expect_work(size: int) -> None:
+        execution.fit(size)
         quality.prepare()
         lake.warm_catalog()
 
@@ -269,6 +273,7 @@ def run(
         try:
             for name in stages:
                 report.interrupted = name
+                execution.reset()
                 if not _stage(ctx, name, stages, report, log, current, tracker, progress_every, quality):
                     break
             report.interrupted = None
@@ -280,6 +285,8 @@ def run(
         except Exception:
             _release_handed(ctx)
             raise
+        finally:
+            execution.reset()
         _release_handed(ctx)
         current.pop("say", None)
         quality.build_docs()  # in the background, while the end of the run asks Spark

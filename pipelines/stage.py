@@ -38,9 +38,10 @@ class Context:
     lake: Lakehouse
     run_id: str
     say: Say = field(default=lambda message: None)
-    expect_work: Callable[[], None] = field(default=lambda: None)
-    """Called by a build as soon as it knows it has files to build: the run may prepare what its
-    gate and writes need (great-expectations, the catalog) meanwhile."""
+    expect_work: Callable[[int], None] = field(default=lambda size: None)
+    """Called by a build as soon as it knows it has files to build, with their size in bytes: the run
+    fits Spark's execution to that size (:mod:`pipelines.execution`) and may prepare what its gate
+    and writes need (great-expectations, the catalog) meanwhile."""
     state: LakeState = field(init=False)
     """``binlog_files`` and progress for this run (read once)."""
     handed: dict[str, Built] = field(default_factory=dict)
@@ -49,6 +50,11 @@ class Context:
 
     def __post_init__(self) -> None:
         self.state = LakeState(self.lake)
+
+    def size_of(self, files: list[str]) -> int:
+        """The bytes of ``files`` as ``binlog_files`` lists them."""
+        known = self.state.files()
+        return sum(int(known[f]["size"] or 0) for f in files if f in known)
 
 
 @dataclass

@@ -245,7 +245,7 @@ class GoldStage:
         out = GoldOutput(files=pending, waiting=waiting)
         if not pending:
             return out
-        ctx.expect_work()
+        ctx.expect_work(ctx.size_of(pending))
         usages, infos = self._plans(ctx, pending)
         others = self._stored_usages(ctx, pending)
         layouts, rebuild = self._layouts(ctx, usages + others, infos)

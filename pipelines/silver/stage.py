@@ -250,7 +250,7 @@ class SilverStage:
         out = SilverOutput(files=pending)
         if not pending and not seed_changed:
             return out
-        ctx.expect_work()
+        ctx.expect_work(ctx.size_of(pending))
         servers = sorted({files[f]["server"] for f in files} if seed_changed else {files[f]["server"] for f in pending})
         out.servers = servers
         fdes: Descriptions = {
