@@ -800,7 +800,7 @@ class CurrentStage:
         out = CurrentOutput(files=pending)
         if not pending:
             return out
-        ctx.expect_work(ctx.size_of(pending))
+        ctx.expect_work(ctx.size_of(list(files)))  # a replay may read the history of every file
         sequences = {f: row["sequence"] for f, row in files.items()}
         known = _schema_facts(ctx, sequences, _ddl_steps(ctx, sequences))
         lineage = _renamed_into(known.ddl)
