@@ -81,6 +81,10 @@ from pipelines.tables import BINLOG_EVENTS, BINLOG_FILES, QUARANTINE, Layer
 MAX_TASKS = 512
 """Most framing tasks per run; beyond it small files share tasks (balanced by size)."""
 
+TASK_BYTES = 16 << 20
+"""Bytes small files share one framing task for: a task costs its scheduling and the writing of a
+data file per table partition, more than framing a file of a few KiB does."""
+
 DUPLICATE_FILE = "DUPLICATE_FILE"
 FIRST_EVENT_CUT = "TRUNCATED"
 
@@ -139,8 +143,11 @@ def _bins(items: list[WorkItem], count: int) -> list[list[WorkItem]]:
 
 
 def work_frame(spark: SparkSession, items: list[WorkItem], max_tasks: int = MAX_TASKS) -> DataFrame:
-    """The work items as a ``WORK_ITEMS`` frame with one partition per file (up to ``max_tasks``)."""
-    bins = _bins(items, min(len(items), max_tasks))
+    """The work items as a ``WORK_ITEMS`` frame, one partition per framing task: a file (or piece) per
+    task where the files are large, small files sharing tasks of about :data:`TASK_BYTES`, at least
+    as many tasks as Spark has cores (while there are items), at most ``max_tasks``."""
+    wanted = max(spark.sparkContext.defaultParallelism, -(-sum(item.to_read for item in items) // TASK_BYTES))
+    bins = _bins(items, min(len(items), max_tasks, wanted))
     rows = [[item.row() for item in b] for b in bins]
     rdd = spark.sparkContext.parallelize(rows, len(rows)).flatMap(lambda b: b)
     return spark.createDataFrame(rdd, WORK_ITEMS)
