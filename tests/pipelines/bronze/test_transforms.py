@@ -24,7 +24,7 @@ from pyspark.sql.pandas.types import to_arrow_schema
 from pipelines.bronze.discover import Decision, WorkItem
 from pipelines.bronze.discover import resume_point as resume_of_row
 from pipelines.bronze.framing import EventRow, FileSummary, QuarantineRow, ResumePoint, frame_file
-from pipelines.bronze.stage import work_frame
+from pipelines.bronze.stage import TASK_BYTES, work_frame
 from pipelines.bronze.transforms import (
     FILE_SUMMARY,
     WORK_ITEMS,
@@ -160,6 +160,22 @@ def test_no_resume_point_is_null_in_the_work_item() -> None:
 
 def _inner(index: int | None) -> int:
     return -1 if index is None else index
+
+
+def test_small_files_share_framing_tasks_and_large_ones_get_a_task_each(spark: SparkSession) -> None:
+    def items(sizes: list[int]) -> list[WorkItem]:
+        names = [f"b.{i:06d}" for i in range(len(sizes))]
+        return [WorkItem(f"file:/in/{f}", f, n, LISTED, None, Decision.NEW) for f, n in zip(names, sizes, strict=True)]
+
+    cores = spark.sparkContext.defaultParallelism
+    small = work_frame(spark, items([4096] * 40))
+    assert small.rdd.getNumPartitions() == cores  # as many tasks as cores, no more
+    assert sorted(r.file_name for r in small.collect()) == [f"b.{i:06d}" for i in range(40)]
+    large = work_frame(spark, items([TASK_BYTES] * (cores + 3)))
+    assert large.rdd.getNumPartitions() == cores + 3
+    mixed = work_frame(spark, items([3 * TASK_BYTES, *[1024] * 30]))
+    assert mixed.rdd.getNumPartitions() == 4  # the bytes over TASK_BYTES, the small files together
+    assert work_frame(spark, items([3 * TASK_BYTES]), max_tasks=1).rdd.getNumPartitions() == 1
 
 
 def test_spark_splits_the_framed_union_into_rows_of_binlog_events_and_quarantine_with_the_run_id(
