@@ -360,7 +360,7 @@ class BronzeStage:
         items = [item for item in found.work if item.file not in {f.file for f in unreadable}]
         ctx.say(work_summary(items) if items else "no new, grown or changed file")
         if items or unreadable:
-            ctx.expect_work(sum(item.size for item in items))
+            ctx.expect_work(sum(item.to_read for item in items))
         summaries: list[dict[str, Any]] = [
             {name: getattr(_unlisted_summary(f), name) for name in SUMMARY_FIELDS} for f in unreadable
         ]
