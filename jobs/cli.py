@@ -242,7 +242,12 @@ def _run(args: argparse.Namespace, cfg: AppConfig, spark: SparkSession | None) -
                     lock = lock_for(cfg, run_id, command, session)
                     lock.acquire()
                 report = run(
-                    session, cfg, COMMANDS[args.command], progress_every=args.progress_every or None, run_id=run_id
+                    session,
+                    cfg,
+                    COMMANDS[args.command],
+                    progress_every=args.progress_every or None,
+                    run_id=run_id,
+                    one_run=spark is None,
                 )
                 report.logical_date = args.logical_date
                 text = summary(session, cfg, report)

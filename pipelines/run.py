@@ -234,14 +234,16 @@ def run(
     err: TextIO | None = None,
     progress_every: float | None = PROGRESS_EVERY,
     run_id: str | None = None,
+    one_run: bool = False,
 ) -> RunReport:
     """Run ``stages`` in order; a failed gate stops the run (``report.failed_gate``).
 
     Progress lines go to ``err`` (``sys.stderr`` as it is when the run starts, by default);
     ``progress_every``: seconds between two reports of Spark's running jobs (None or 0:
-    milestones only).  An :class:`pipelines.control.Interrupted` raised meanwhile (SIGINT,
-    SIGTERM) goes on up with ``report`` attached and ``report.interrupted`` set; nothing more is
-    asked of Spark then.
+    milestones only); ``one_run``: the session's JVM was started for this run and ends with it
+    (:class:`pipelines.execution.ExecutionMode`).  An :class:`pipelines.control.Interrupted`
+    raised meanwhile (SIGINT, SIGTERM) goes on up with ``report`` attached and
+    ``report.interrupted`` set; nothing more is asked of Spark then.
 
     >>> run(spark, cfg).exit_code
     <Exit.OK: 0>
@@ -257,7 +259,7 @@ def run(
     lake = Lakehouse(spark, cfg.storage, on_write=wrote)
     quality = QualityProject(project_folder(cfg))
 
-    execution = ExecutionMode(spark, cfg.spark.small_work_mib)
+    execution = ExecutionMode(spark, cfg.spark.small_work_mib, one_run=one_run)
 
     def expect_work(size: int) -> None:
         execution.fit(size)
@@ -269,29 +271,31 @@ def run(
     started = time.monotonic()
     if not cfg.current.enabled and len(stages) > 1:
         stages = [name for name in stages if name != "current"]
-    with lake.registering_at_end():  # the tables this run created, and any a killed run left unregistered
-        try:
-            for name in stages:
-                report.interrupted = name
-                execution.reset()
-                if not _stage(ctx, name, stages, report, log, current, tracker, progress_every, quality):
-                    break
-            report.interrupted = None
-        except Interrupted as exc:
-            quality.close()
-            report.seconds = time.monotonic() - started
-            exc.report = report  # type: ignore[attr-defined]
-            raise
-        except Exception:
+    try:
+        with lake.registering_at_end():  # the tables this run created, and any a killed run left unregistered
+            try:
+                for name in stages:
+                    report.interrupted = name
+                    execution.reset()
+                    if not _stage(ctx, name, stages, report, log, current, tracker, progress_every, quality):
+                        break
+                report.interrupted = None
+            except Interrupted as exc:
+                quality.close()
+                report.seconds = time.monotonic() - started
+                exc.report = report  # type: ignore[attr-defined]
+                raise
+            except Exception:
+                _release_handed(ctx)
+                raise
             _release_handed(ctx)
-            raise
-        finally:
-            execution.reset()
-        _release_handed(ctx)
-        current.pop("say", None)
-        quality.build_docs()  # in the background, while the end of the run asks Spark
-        spark.sparkContext.setJobGroup(f"{report.run_id}:end", "binlog-lakehouse end of run")
-        _write_gate_results(ctx, report)
+            current.pop("say", None)
+            quality.build_docs()  # in the background, while the end of the run asks Spark
+            spark.sparkContext.setJobGroup(f"{report.run_id}:end", "binlog-lakehouse end of run")
+            execution.fit(0)  # the end of the run writes a few rows and registers tables: small work
+            _write_gate_results(ctx, report)
+    finally:
+        execution.reset()
     report.bad_input = bad_input(ctx)
     report.totals = lake_totals(ctx.state)
     report.data_docs = quality.finish()
