@@ -74,7 +74,7 @@ def pipeline_child(binlog: Path, config: str, out: Path) -> Result:
     spark = build_spark(cfg.spark)
     result: Result = {"session_seconds": time.perf_counter() - started}
     try:
-        report = run(spark, cfg, STAGES, err=sys.stderr, progress_every=None)
+        report = run(spark, cfg, STAGES, err=sys.stderr, progress_every=None, one_run=True)
         result["seconds"] = time.perf_counter() - started
         for stage in STAGES:
             result[f"{stage}_seconds"] = report.stage_seconds[stage]
