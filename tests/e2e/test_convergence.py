@@ -14,7 +14,6 @@ import os
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import pytest
 from pyspark.sql import SparkSession
@@ -25,7 +24,7 @@ from conf import AppConfig, InputSettings, SilverSettings, StorageSettings
 from pipelines.exits import Exit
 from pipelines.run import RunReport, run
 from pipelines.storage import Lakehouse, Table
-from pipelines.tables import Layer
+from tests.harness.sample_lake import lake_rows
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "mariadb"
 SAMPLE = FIXTURES / "sample"
@@ -36,36 +35,16 @@ def name(number: int) -> str:
     return f"mysql-bin.{number:06d}"
 
 
-def _deep(value: Any) -> Any:
-    """Rows as sorted (key, value) pairs, nested structs too: field order does not matter."""
-    if isinstance(value, dict):
-        return sorted((key, _deep(item)) for key, item in value.items())
-    if isinstance(value, list):
-        return [_deep(item) for item in value]
-    return value
-
-
-def contents(lake: Lakehouse, folder: Path) -> dict[str, list[str]]:
-    """Every row of every bronze, silver and gold table (run ids left out, ``folder`` as ``IN``)."""
-    tables: dict[str, list[str]] = {}
-    for layer in (Layer.BRONZE, Layer.SILVER, Layer.GOLD):
-        for table in lake.tables(layer):
-            frame = lake.read(Table(layer, table))
-            rows = frame.select(*[c for c in frame.columns if c != "run_id"]).collect()
-            tables[f"{layer.value}.{table}"] = sorted(
-                repr(_deep(row.asDict(recursive=True))).replace(str(folder), "IN") for row in rows
-            )
-    return tables
-
-
 @dataclass
 class Built:
     lake: Lakehouse
+    root: Path
     folder: Path
     reports: list[RunReport]
 
     def contents(self) -> dict[str, list[str]]:
-        return contents(self.lake, self.folder)
+        """Every row of every bronze, silver and gold table (:func:`lake_rows`)."""
+        return lake_rows(self.root, self.folder)
 
 
 def build(
@@ -86,7 +65,8 @@ def build(
             silver=SilverSettings(seed_path=None if snapshot is None else str(snapshot)),
         )
         reports.append(run(spark, cfg, err=io.StringIO(), progress_every=None))
-    return Built(Lakehouse(spark, StorageSettings(root=str(lake_root), register_tables=False)), folder, reports)
+    lake = Lakehouse(spark, StorageSettings(root=str(lake_root), register_tables=False))
+    return Built(lake, lake_root, folder, reports)
 
 
 def differences(want: dict[str, list[str]], got: dict[str, list[str]]) -> list[str]:
@@ -209,7 +189,7 @@ def test_copies_empty_files_and_dangling_links_are_accounted_for_and_add_no_rows
         ("mysql-bin.000103", "UNREADABLE_FILE", "error"),
     ]
     assert report.exit_code == Exit.BAD_INPUT  # the dangling link is bad input
-    got = contents(lake, folder)
+    got = lake_rows(tmp_path / "lake", folder)
     for table in sorted(set(got) - {"bronze.binlog_files", "bronze.quarantine"}):
         assert got[table] == sample_at_once[table], table
     history = lake.read(Table.silver("schema_history")).where("valid_from_file IS NOT NULL").collect()
