@@ -25,6 +25,7 @@ import shutil
 import time
 from collections import Counter
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from decimal import Decimal
@@ -171,36 +172,42 @@ def _of_server(frame: DataFrame, folder: str) -> DataFrame:
     return frame.where(F.col("_server").startswith(f"file:{folder}/"))
 
 
+def _run_workload(server: MariaDBServer) -> tuple[list[Recorded], list[Path]]:
+    """The workload on ``server``, one binlog file per step: what it read back after each step, and
+    the files written."""
+    server.flush_binary_logs()
+    first = server.current_binlog()
+    points: list[Recorded] = []
+    for statements in WORKLOAD:
+        with server.connect() as conn, conn.cursor() as cur:
+            for statement in statements:
+                cur.execute(statement)
+            conn.commit()
+            cur.execute("SELECT @@last_gtid, UTC_TIMESTAMP()")
+            gtid, now = cur.fetchone()
+        file, offset = server.query("SHOW MASTER STATUS")[0][:2]
+        rows = {table: _server_rows(server, table) for table in ASOF_TABLES}
+        points.append(Recorded(str(file), int(offset), str(gtid), str(now), rows, table_contents(server)))
+        time.sleep(1.1)  # commit times have whole seconds: the next file's commits come later
+        server.flush_binary_logs()
+    return points, [p for p in server.binlog_paths() if p.name >= first and p.name != server.current_binlog()]
+
+
 @pytest.fixture(scope="module")
 def built(
     spark: SparkSession, mariadb_factory: ServerFactory, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[Built]:
     inputs = tmp_path_factory.mktemp("current_input")
-    servers: dict[str, MariaDBServer] = {}
+    servers = {image: mariadb_factory({**DEFAULT_BINLOG_OPTIONS, "binlog_row_image": image}) for image in IMAGES}
     folders: dict[str, str] = {}
-    points: dict[str, list[Recorded]] = {}
-    written: dict[str, list[Path]] = {}
     for image in IMAGES:
-        server = mariadb_factory({**DEFAULT_BINLOG_OPTIONS, "binlog_row_image": image})
-        server.flush_binary_logs()
-        first = server.current_binlog()
-        points[image] = []
-        for statements in WORKLOAD:
-            with server.connect() as conn, conn.cursor() as cur:
-                for statement in statements:
-                    cur.execute(statement)
-                conn.commit()
-                cur.execute("SELECT @@last_gtid, UTC_TIMESTAMP()")
-                gtid, now = cur.fetchone()
-            file, offset = server.query("SHOW MASTER STATUS")[0][:2]
-            rows = {table: _server_rows(server, table) for table in ASOF_TABLES}
-            points[image].append(Recorded(str(file), int(offset), str(gtid), str(now), rows, table_contents(server)))
-            time.sleep(1.1)  # commit times have whole seconds: the next file's commits come later
-            server.flush_binary_logs()
         folder = inputs / image.lower()
         folder.mkdir()
-        written[image] = [p for p in server.binlog_paths() if p.name >= first and p.name != server.current_binlog()]
-        servers[image], folders[image] = server, str(folder)
+        folders[image] = str(folder)
+    with ThreadPoolExecutor(len(IMAGES)) as pool:  # the servers run the workload side by side
+        done = dict(zip(IMAGES, pool.map(_run_workload, [servers[image] for image in IMAGES]), strict=True))
+    points = {image: recorded for image, (recorded, _) in done.items()}
+    written = {image: paths for image, (_, paths) in done.items()}
     cfg = AppConfig(
         input=InputSettings(path=str(inputs), recursive=True),
         storage=StorageSettings(root=str(tmp_path_factory.mktemp("current_lake")), register_tables=False),
