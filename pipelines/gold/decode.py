@@ -17,7 +17,9 @@ One decode gives both renderings of a row change: the JSON text of ``changes`` (
 :mod:`binlog_core.render` renders them) and the typed ``before``/``after`` structs of its gold
 table (:data:`CONVERTERS`: the decoder's values converted in Python, no text round trip).  The
 output is a union (:func:`decoded_schema`): common columns, and one struct column ``t<i>`` per
-gold table of the run, set only in that table's rows; each output batch holds one table's rows.
+gold table the decode fills (all of the run's, or one group of them:
+:data:`pipelines.gold.stage.DECODE_GROUP`), set only in that table's rows; each output batch holds
+one table's rows.
 """
 
 from __future__ import annotations

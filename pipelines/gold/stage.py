@@ -10,8 +10,10 @@ has still to build waits), and:
 2. joins the bronze rows events (only that partition is read) with the maps' keys on the map
    position bronze recorded -- an equi-join against a broadcast key table, no sort;
 3. decodes each rows event once, in Spark's Python workers, straight into typed Arrow for its
-   gold table and the JSON of ``changes`` (:mod:`pipelines.gold.decode`);
-4. writes ``changes`` and every typed table from that one decode.
+   gold table and the JSON of ``changes`` (:mod:`pipelines.gold.decode`); the events of more than
+   :data:`DECODE_GROUP` tables are decoded in groups of tables, so a decode's rows stay as narrow,
+   and a typed table's write reads as few of them, however many tables the files change;
+4. writes ``changes`` and every typed table from that decode.
 
 ``write`` replaces every row of those files in each table (so re-runs write the same rows),
 clears them from gold tables the new build no longer fills (a file rebuilt so that it no longer
@@ -21,12 +23,13 @@ per file and table id: only decoding counts them), and records progress last.
 
 from __future__ import annotations
 
+import functools
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from typing import Any
 
 import pandas as pd
-from pyspark.sql import DataFrame
+from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.types import StructType
 
@@ -34,7 +37,7 @@ from binlog_core.charsets import CHARSET_CODECS
 from binlog_core.columns import DecodeOptions
 from conf.models import AppConfig
 from pipelines.bronze.framing import DUPLICATE
-from pipelines.gold.decode import HISTORY_FIELDS, PLAN_COLUMNS, Plan, table_map_of
+from pipelines.gold.decode import COMMON, HISTORY_FIELDS, PLAN_COLUMNS, Plan, table_map_of
 from pipelines.gold.names import gold_table_name
 from pipelines.gold.transforms import (
     TableLayout,
@@ -228,6 +231,20 @@ def _silver_rows(ctx: Context, spec: TableSpec, files: list[str]) -> DataFrame:
     return ctx.lake.read_or_empty(spec).where(file_predicate(files))
 
 
+DECODE_GROUP = 16
+"""Gold tables one decode fills the typed images of.  A run whose rows events feed more tables decodes
+them in groups of tables, each rows event once, in the group of its table (the events without a plan
+in the first group): a decode's rows carry one typed struct per table of its group, and each typed
+table's write reads its group's rows only, so the cost of a table does not grow with the number of
+tables beside it."""
+
+
+def _in_group(keys: list[str], *, with_unmapped: bool) -> Column:
+    """Rows events of the plans ``keys`` (and, ``with_unmapped``, those with no plan)."""
+    mine = F.col("plan_key").isin(keys)
+    return mine | F.col("plan_key").isNull() if with_unmapped else mine
+
+
 class GoldStage:
     """Gold: the change tables (see the module doc)."""
 
@@ -262,13 +279,6 @@ class GoldStage:
         out.rebuild = rebuild
         out.usages = usages
         names = sorted({infos[u.plan_key].table for u in usages})
-        index = {name: i for i, name in enumerate(names)}
-        plans = {
-            key: Plan(
-                info.body, info.fde, info.history, index[info.table], layouts[info.table].routes(info.names, info.kinds)
-            )
-            for key, info in infos.items()
-        }
         predicate = file_predicate(pending)
         events = (
             lake.read_or_empty(BINLOG_EVENTS)
@@ -281,24 +291,38 @@ class GoldStage:
         descriptions = {
             (f, int(at)): text for f in pending for at, text in (files[f]["format_descriptions"] or {}).items()
         }
-        images = [layouts[n].struct_type() for n in names]
         maps = _silver_rows(ctx, TABLE_MAPS, pending).select("file", "offset", "inner_index", "plan_key")
-        # every row change, with its typed images in the struct of its table: wide and nested, stored
-        # on local disk row by row rather than built into column batches in the heap
-        decoded = out.kept.keep(
-            rows_input(events, maps).transform(
-                decode_rows_events(plans, images, names, servers, decode_options(ctx.cfg), descriptions)
-            ),
-            rows_on_disk=True,
-        )
+        rows = rows_input(events, maps)
+        specs = {name: typed_change_table(name, layouts[name].struct_type()) for name in names}
+        groups = [names[i : i + DECODE_GROUP] for i in range(0, len(names), DECODE_GROUP)] or [[]]
+        decodes: list[DataFrame] = []
+        for number, group in enumerate(groups):
+            local = {name: i for i, name in enumerate(group)}
+            plans = {
+                key: Plan(
+                    info.body,
+                    info.fde,
+                    info.history,
+                    local[info.table],
+                    layouts[info.table].routes(info.names, info.kinds),
+                )
+                for key, info in infos.items()
+                if info.table in local
+            }
+            mine = rows if len(groups) == 1 else rows.where(_in_group(sorted(plans), with_unmapped=number == 0))
+            images = [layouts[name].struct_type() for name in group]
+            decode = decode_rows_events(plans, images, group, servers, decode_options(ctx.cfg), descriptions)
+            # the group's row changes, with their typed images in the struct of their table: wide and
+            # nested, stored on local disk row by row rather than built into column batches in the heap
+            decoded = out.kept.keep(mine.transform(decode), rows_on_disk=True)
+            for name, i in local.items():
+                out.tables[name] = (specs[name], decoded.transform(typed_of(i, specs[name], ctx.run_id)))
+            decodes.append(decoded.select(*COMMON.names))
+        decoded = functools.reduce(DataFrame.unionByName, decodes)
         plan_columns = ctx.spark.createDataFrame(
             [(key, info.names, info.kinds) for key, info in infos.items()], PLAN_COLUMNS
         )
         out.changes = decoded.transform(changes_of(ctx.run_id, plan_columns))
-        specs = {name: typed_change_table(name, layouts[name].struct_type()) for name in names}
-        out.tables = {
-            name: (specs[name], decoded.transform(typed_of(i, specs[name], ctx.run_id))) for i, name in enumerate(names)
-        }
         out.quarantine = decoded.transform(problems_of(ctx.run_id))
         self._facts(ctx, out, decoded, pending)
         return out
