@@ -1,4 +1,5 @@
-"""Helpers shared by the benchmark scripts: a bare event walk, binlog names, a cut at an event boundary.
+"""Helpers shared by the benchmark scripts: a bare event walk, binlog names, a cut at an event boundary,
+a measurement in a fresh process.
 
 Everything here reads the binlog with nothing but ``struct``: it must not import ``binlog_core``,
 so that it can serve as an independent floor and cross-check for the decoder.
@@ -11,13 +12,16 @@ Event header (binlog v4)::
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import struct
+import subprocess
 import sys
 from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 """The project root (the folder holding ``pyproject.toml``)."""
@@ -174,3 +178,13 @@ def cut_at_transaction(src: Path, dst: Path, fraction: float) -> int:
 def mib(num_bytes: float) -> float:
     """Bytes to MiB."""
     return num_bytes / (1 << 20)
+
+
+def json_child(cmd: list[str], what: str) -> dict[str, Any]:
+    """Run ``cmd`` (a benchmark's own child, in the project root) and read the JSON object its last
+    line prints; a failure ends the benchmark with the child's error output, naming ``what``."""
+    done = subprocess.run(cmd, capture_output=True, text=True, check=False, cwd=ROOT)
+    if done.returncode != 0:
+        raise SystemExit(f"{what} failed:\n{done.stderr[-4000:]}")
+    result: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
+    return result

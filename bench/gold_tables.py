@@ -25,7 +25,6 @@ import json
 import os
 import shutil
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -36,7 +35,7 @@ from typing import Any
 if __package__ in (None, ""):  # run as ``python bench/gold_tables.py``
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench.common import ROOT
+from bench.common import ROOT, json_child
 
 Result = dict[str, Any]
 STAGES = ("bronze", "silver", "gold")
@@ -89,11 +88,7 @@ def run_child(mode: str, input_path: Path, config: str, out: Path) -> Result:
     """:func:`child` in a fresh process (a fresh JVM)."""
     cmd = [sys.executable, str(Path(__file__).resolve()), "--child", mode, "--input", str(input_path)]
     cmd += ["--config", config, "--out", str(out)]
-    done = subprocess.run(cmd, capture_output=True, text=True, check=False, cwd=ROOT)
-    if done.returncode != 0:
-        raise SystemExit(f"{mode} failed:\n{done.stderr[-4000:]}")
-    result: Result = json.loads(done.stdout.strip().splitlines()[-1])
-    return result
+    return json_child(cmd, mode)
 
 
 def _report(samples: dict[str, list[Result]]) -> Result:

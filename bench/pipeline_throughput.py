@@ -33,7 +33,6 @@ import argparse
 import json
 import shutil
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -44,7 +43,7 @@ from typing import Any
 if __package__ in (None, ""):  # run as ``python bench/pipeline_throughput.py``
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench.common import ROOT, cut_at_transaction, mib
+from bench.common import ROOT, cut_at_transaction, json_child, mib
 from bench.decode_throughput import DEFAULT_BINLOG, run_child
 from bench.memory import Sampler
 
@@ -108,11 +107,7 @@ def run_pipeline(binlog: Path, config: str, out: Path) -> Result:
     """:func:`pipeline_child` in a fresh process (a fresh JVM, memory measured from its start)."""
     cmd = [sys.executable, str(Path(__file__).resolve()), "--child", "--binlog", str(binlog)]
     cmd += ["--config", config, "--out", str(out)]
-    done = subprocess.run(cmd, capture_output=True, text=True, check=False, cwd=ROOT)
-    if done.returncode != 0:
-        raise SystemExit(f"pipeline failed on {binlog}:\n{done.stderr[-4000:]}")
-    result: Result = json.loads(done.stdout.strip().splitlines()[-1])
-    return result
+    return json_child(cmd, f"pipeline on {binlog}")
 
 
 MEASURED = ("_seconds", "_mib", "_jobs", "_commits")
