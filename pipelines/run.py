@@ -256,10 +256,9 @@ def run(
         if table.layer not in (Layer.QUALITY, Layer.STATE) and "say" in current:
             current["say"](f"wrote {table.layer.value}.{table.name}")
 
-    lake = Lakehouse(spark, cfg.storage, on_write=wrote)
-    quality = QualityProject(project_folder(cfg))
-
     execution = ExecutionMode(spark, cfg.spark.small_work_mib, one_run=one_run)
+    lake = Lakehouse(spark, cfg.storage, on_write=wrote, small_work=lambda: execution.small)
+    quality = QualityProject(project_folder(cfg))
 
     def expect_work(size: int) -> None:
         execution.fit(size)

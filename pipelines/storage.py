@@ -18,6 +18,18 @@ The small bookkeeping tables a run reads whole (``binlog_files``, ``_state/progr
 read by :meth:`Lakehouse.rows` on the driver with delta-rs (local and S3 lakes), in the shape
 Spark's ``collect`` gives: no Spark job, no Delta snapshot, for what every run consults first.
 
+Small work is written on the driver.  When the run says the stage at hand is small (its binlog
+files total less than ``spark.small_work_mib``: :class:`pipelines.execution.ExecutionMode`) and the
+lake is on a local file system, a write that appends, replaces the rows of a predicate or
+overwrites is collected as Arrow (``toArrow``, one Spark job) and committed by delta-rs
+(:meth:`Lakehouse._write_on_driver`): on a few thousand rows, a Delta write through Spark is
+seconds of fixed cost on the JVM (the write job, statistics, the commit, its checksum), most of
+it compiling code a one-run process uses once.  The table is the same Delta table: the spec's
+schema with its comments (every column nullable, as Spark makes a table by path), its
+properties, file statistics of the same prefix length; Spark reads and writes it after.
+Merges into an existing table, replacing writes of tables with a change data feed, writes that
+change a table's schema and predicates delta-rs would read otherwise than Spark go through Spark.
+
 Tables are registered as external tables by location, once: the registrations made are
 remembered in ``<root>/_state/registered.json`` (with the catalog they were made in), so a run
 that creates no table touches no catalog; with a catalog that outlives the session
@@ -51,6 +63,8 @@ from urllib.parse import SplitResult, quote, urlsplit
 import pyarrow as pa
 from delta.tables import DeltaTable
 from deltalake import DeltaTable as DeltaRsTable
+from deltalake import Schema as DeltaRsSchema
+from deltalake import WriterProperties, write_deltalake
 from deltalake.exceptions import DeltaError
 from pyarrow import fs as pafs
 from pyspark import StorageLevel
@@ -62,7 +76,7 @@ from pyspark.util import inheritable_thread_target
 from conf import StorageSettings
 from conf.paths import local_path_of
 from pipelines.query.lake import S3_SCHEMES, delta_storage_options
-from pipelines.tables import CATALOGED, Col, Layer, TableSpec, conform
+from pipelines.tables import CATALOGED, STATS_PREFIX_LENGTH, Col, Layer, TableSpec, conform
 
 
 @dataclass
@@ -189,11 +203,18 @@ class Lakehouse:
     """
 
     def __init__(
-        self, spark: SparkSession, settings: StorageSettings, on_write: Callable[[TableRef], None] | None = None
+        self,
+        spark: SparkSession,
+        settings: StorageSettings,
+        on_write: Callable[[TableRef], None] | None = None,
+        *,
+        small_work: Callable[[], bool] = lambda: False,
     ) -> None:
         self.spark = spark
         self.settings = settings
         self.on_write = on_write
+        self.small_work = small_work
+        """Whether the stage at hand is small work (its writes may go through delta-rs on the driver)."""
         self.commits = 0
         self._registered: dict[str, str] | None = None
         self._lock = threading.Lock()
@@ -311,6 +332,8 @@ class Lakehouse:
                     .whenNotMatchedInsert(condition=f"s.{_quote(keep)}", values=values)
                 )
             merge.execute()
+        elif self._write_on_driver(write, frame, exists):
+            pass
         else:
             writer = frame.write.format("delta")
             if not exists:
@@ -334,6 +357,36 @@ class Lakehouse:
             self.register([spec])
         if self.on_write is not None:
             self.on_write(spec)
+
+    def _write_on_driver(self, write: Write, frame: DataFrame, exists: bool) -> bool:
+        """Commit ``frame`` (conformed) with delta-rs on the driver, as Spark would (see the module
+        doc); False, having done nothing, when Spark must write it."""
+        spec = write.spec
+        properties = {**spec.properties, **write.properties}
+        replacing = exists and write.mode == "replace" and not write.fresh
+        merging = exists and write.mode == "merge"
+        if merging or not self.small_work() or (replacing and properties.get(CHANGE_DATA_FEED) == "true"):
+            return False
+        local = local_path_of(self.qualified(spec))
+        if local is None:
+            return False
+        predicate = datafusion_predicate(write.replace or "false") if replacing else None
+        if replacing and predicate is None:
+            return False
+        schema = frame.schema.json()
+        if exists and not _fits(json.loads(DeltaRsTable(local).schema().to_json()), json.loads(schema)):
+            return False  # a new column or type: Spark evolves the schema and its protocol
+        data = frame.toArrow()
+        if not exists:
+            _create_on_driver(local, schema, spec.partition_by, properties)
+            with self._lock:
+                self.commits += 1
+        statistics = WriterProperties(statistics_truncate_length=STATS_PREFIX_LENGTH)
+        if replacing or (exists and write.mode == "overwrite"):
+            write_deltalake(local, data, mode="overwrite", predicate=predicate, writer_properties=statistics)
+        else:
+            write_deltalake(local, data, mode="append", writer_properties=statistics)
+        return True
 
     def write_all(self, writes: Sequence[Write], *, parallel: int = 4) -> None:
         """Several independent writes, up to ``parallel`` at a time; every one is done when this returns.
@@ -531,6 +584,88 @@ class Lakehouse:
 
 FILESYSTEM_KEYS = r"^fs\.(s3a|gs|azure)\."
 """The Hadoop settings (a regular expression on their names) handed to the tasks reading input files."""
+
+
+CHANGE_DATA_FEED = "delta.enableChangeDataFeed"
+
+_KEYWORDS = frozenset({"AND", "OR", "NOT", "IN", "IS", "NULL", "TRUE", "FALSE"})
+_SPARK_LITERAL = re.compile(r"'((?:[^'\\]|\\.)*)'|`((?:[^`]|``)*)`|([^'`]+)", re.DOTALL)
+
+
+def datafusion_predicate(predicate: str) -> str | None:
+    r"""A Spark SQL predicate as delta-rs reads it (DataFusion): identifiers in double quotes, string
+    literals with their quotes doubled.  None (Spark then writes) when a literal holds an escape
+    other than an escaped backslash or quote (what :func:`pipelines.progress.quote_literal`
+    writes), a quote is left open, or the text outside quotes holds a double quote or a name with a
+    capital letter (DataFusion reads those otherwise than Spark).
+
+    >>> datafusion_predicate("`file` IN ('a', 'b') AND stage = 'gold'")
+    '"file" IN (\'a\', \'b\') AND stage = \'gold\''
+    """
+    parts: list[str] = []
+    at = 0
+    for match in _SPARK_LITERAL.finditer(predicate):
+        if match.start() != at:
+            return None
+        at = match.end()
+        literal, identifier, other = match.groups()
+        if literal is not None:
+            escaped = re.findall(r"\\(.)", literal, re.DOTALL)
+            if any(char not in "\\'" for char in escaped):
+                return None
+            value = re.sub(r"\\(.)", r"\1", literal, flags=re.DOTALL)
+            parts.append("'" + value.replace("'", "''") + "'")
+        elif identifier is not None:
+            parts.append('"' + identifier.replace("``", "`").replace('"', '""') + '"')
+        elif '"' in other or any(w != w.lower() and w not in _KEYWORDS for w in re.findall(r"\w+", other)):
+            return None
+        else:
+            parts.append(other)
+    return "".join(parts) if at == len(predicate) else None
+
+
+def _fits(table: Any, frame: Any) -> bool:
+    """Whether rows of the ``frame`` schema (Delta/Spark schema JSON, parsed) are rows of the ``table``
+    schema as it is: the same names, order and types, comments aside; a column the table keeps NOT
+    NULL is one in the frame as well (the frame may be the stricter)."""
+    if isinstance(table, dict) and isinstance(frame, dict):
+        if table.get("type") == "struct" and frame.get("type") == "struct":
+            pairs = list(zip(table["fields"], frame["fields"], strict=False))
+            return len(table["fields"]) == len(frame["fields"]) and all(
+                t["name"] == f["name"] and (t["nullable"] or not f["nullable"]) and _fits(t["type"], f["type"])
+                for t, f in pairs
+            )
+        keys = {k for k in (*table, *frame) if k != "metadata"}
+        return all(
+            _fits(table.get(k), frame.get(k))
+            if k not in ("containsNull", "valueContainsNull")
+            else (table.get(k) or not frame.get(k))
+            for k in keys
+        )
+    return bool(table == frame)
+
+
+def _nullable(schema: Any) -> Any:
+    """A parsed schema JSON with every field and element nullable (what Spark's ``asNullable`` gives)."""
+    if isinstance(schema, list):
+        return [_nullable(v) for v in schema]
+    if not isinstance(schema, dict):
+        return schema
+    nullable = {"nullable", "containsNull", "valueContainsNull"}
+    return {k: True if k in nullable else _nullable(v) for k, v in schema.items()}
+
+
+def _create_on_driver(path: str, schema_json: str, partition_by: Sequence[str], properties: Mapping[str, str]) -> None:
+    """Create the Delta table at the local ``path`` with delta-rs, in one commit: its schema with the
+    comments, partitioning and properties.  Its columns are all nullable, as Spark makes them when it
+    creates a table by path, so the table reads the same whichever wrote it first."""
+    DeltaRsTable.create(
+        path,
+        schema=DeltaRsSchema.from_json(json.dumps(_nullable(json.loads(schema_json)))),
+        partition_by=list(partition_by) or None,
+        configuration=dict(properties),
+        raise_if_key_not_exists=False,  # delta-rs knows not every property Spark reads (the statistics' prefix)
+    )
 
 
 class UnsupportedSchemeError(OSError):

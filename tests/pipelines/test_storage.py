@@ -21,13 +21,17 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+import pyarrow as pa
 import pytest
+from deltalake import DeltaTable as DeltaRsTable
 from pyarrow import fs as pafs
 from pyspark.sql import Row, SparkSession
-from pyspark.sql.types import LongType, TimestampNTZType
+from pyspark.sql import functions as F
+from pyspark.sql.types import LongType, StringType, StructField, StructType, TimestampNTZType, TimestampType
 
 from conf import StorageSettings, load_config
 from pipelines import storage
+from pipelines.progress import file_predicate
 from pipelines.storage import (
     ArrowTarget,
     Lakehouse,
@@ -748,3 +752,125 @@ def test_a_small_table_with_a_type_the_driver_read_does_not_map_is_collected_thr
     assert found == [{"id": 1, "body": bytearray(b"\x00\xfe"), "code": "k"}] and jobs  # through Spark
     found, jobs = _jobs_of(spark, lambda: lake.rows(spec, ["code", "id"]))
     assert found == [{"code": "k", "id": 1}] and jobs == []
+
+
+# Small work written on the driver ------------------------------------------------------------------
+
+VISITS = TableSpec(
+    Layer.GOLD,
+    "shop__visits",
+    "a visit",
+    (
+        Col("file", StringType(), "the binlog", nullable=False),
+        Col("offset", LongType(), "where", nullable=False),
+        Col("seen", TimestampNTZType(), "a DATETIME"),
+        Col("at", TimestampType(), "a TIMESTAMP"),
+        Col("who", StructType([StructField("name", StringType()), StructField("id", LongType())]), "a struct"),
+        Col("kind", StringType(), "the partition"),
+    ),
+    ("file", "offset"),
+    partition_by=("kind",),
+    skipping=("seen",),
+)
+VISITS_ROWS = "file string, offset long, seen timestamp_ntz, at timestamp, who struct<name:string,id:long>, kind string"
+LONG_FOLDER = "/binlogs/" + "a-folder-whose-name-runs-past-the-sixty-four-characters-delta-rs-keeps/" * 2
+
+
+def _visits(spark: SparkSession, *rows: tuple[str, int]) -> Any:
+    return spark.createDataFrame(
+        [
+            (file, offset, datetime(2024, 3, 1, 11, offset % 60), datetime(2024, 3, 1, 11, 3), ("ann", offset), "k")
+            for file, offset in rows
+        ],
+        VISITS_ROWS,
+    )
+
+
+def _writers(lake: Lakehouse, table: Table) -> list[str]:
+    """The engine of each commit of ``table`` (``delta-rs`` or ``Apache-Spark``), oldest first."""
+    log = Path(lake.path(table)) / "_delta_log"
+    found = []
+    for commit in sorted(log.glob("*.json")):
+        info = next(json.loads(line)["commitInfo"] for line in commit.open() if '"commitInfo"' in line)
+        found.append(info["engineInfo"].split(":")[0].split("/")[0])
+    return found
+
+
+def test_small_work_is_written_by_delta_rs_into_the_table_spark_would_write_and_then_reads_and_writes(
+    spark: SparkSession, tmp_path: Path
+) -> None:
+    lakes = {
+        small: Lakehouse(
+            spark, StorageSettings(root=str(tmp_path / str(small)), register_tables=False), small_work=lambda s=small: s
+        )
+        for small in (False, True)
+    }
+    quoted = LONG_FOLDER + "it's\\1"
+    first = _visits(spark, (LONG_FOLDER + "b.000001", 4), (LONG_FOLDER + "b.000001", 90), (quoted, 4))
+    again = _visits(spark, (quoted, 120))
+    for lake in lakes.values():
+        lake.write(Write(VISITS, first, mode="append"))
+        lake.write(Write(VISITS, again, file_predicate([quoted])))  # replaces the rows of one file only
+    spark_lake, driver_lake = lakes[False], lakes[True]
+    assert _writers(driver_lake, VISITS) == ["delta-rs"] * 3  # made, appended, replaced
+    assert _writers(spark_lake, VISITS) == ["Apache-Spark"] * 2
+    read = {small: lake.read(VISITS) for small, lake in lakes.items()}
+    nullable = StructType([StructField(f.name, f.dataType, True, f.metadata) for f in VISITS.schema])
+    assert read[True].schema == read[False].schema == nullable  # with the comments
+    assert sorted(read[True].collect()) == sorted(read[False].collect())
+    assert sorted((r.file, r.offset) for r in read[True].collect()) == [
+        (LONG_FOLDER + "b.000001", 4),
+        (LONG_FOLDER + "b.000001", 90),
+        (quoted, 120),
+    ]
+    tables = {small: DeltaRsTable(lake.path(VISITS)) for small, lake in lakes.items()}
+    protocols = {small: t.protocol() for small, t in tables.items()}
+    assert (protocols[True].min_reader_version, protocols[True].min_writer_version) == (3, 7)
+    assert protocols[True].reader_features == protocols[False].reader_features == ["timestampNtz"]
+    assert set(protocols[True].writer_features or []) <= set(protocols[False].writer_features or [])
+    assert tables[True].metadata().configuration == tables[False].metadata().configuration == VISITS.properties
+    assert tables[True].metadata().partition_columns == ["kind"]
+    stats = pa.table(tables[True].get_add_actions(flatten=True))
+    bounds = {*stats.column("min.file").to_pylist(), *stats.column("max.file").to_pylist()}
+    assert bounds == {LONG_FOLDER + "b.000001", quoted}  # not cut at 64 characters
+    assert sorted(n for n in stats.column_names if n.startswith("min.")) == ["min.file", "min.offset", "min.seen"]
+    driver_lake.small_work = lambda: False  # Spark appends to the table delta-rs made
+    driver_lake.write(Write(VISITS, _visits(spark, ("x", 1)), mode="append"))
+    assert _writers(driver_lake, VISITS)[-1] == "Apache-Spark"
+    assert driver_lake.read(VISITS).count() == 4
+
+
+def test_a_small_write_delta_rs_would_not_write_as_spark_does_goes_through_spark(
+    spark: SparkSession, tmp_path: Path
+) -> None:
+    lake = Lakehouse(
+        spark, StorageSettings(root=str(tmp_path / "lake"), register_tables=False), small_work=lambda: True
+    )
+    lake.write(Write(VISITS, _visits(spark, ("a", 1)), mode="append"))
+    wider = TableSpec(
+        VISITS.layer, VISITS.name, VISITS.row, (*VISITS.columns, Col("note", StringType(), "new")), VISITS.key
+    )
+    lake.write(Write(wider, _visits(spark, ("b", 2)).withColumn("note", F.lit("n")), mode="append", merge_schema=True))
+    newline = _visits(spark, ("c\n", 3)).withColumn("note", F.lit("n"))
+    lake.write(Write(wider, newline, "`file` = 'c\\n'"))  # Spark reads the escape as a line break
+    lake.write(Write(wider, _visits(spark, ("a", 1)).withColumn("note", F.lit("m")), mode="merge"))
+    assert _writers(lake, VISITS) == ["delta-rs"] * 2 + ["Apache-Spark"] * 3  # a new column, an escape, a merge
+    assert sorted((r.file, r.note) for r in lake.read(wider).collect()) == [("a", "m"), ("b", "n"), ("c\n", "n")]
+
+
+@pytest.mark.parametrize(
+    ("spark_sql", "datafusion"),
+    [
+        ("`file` IN ('a', 'b')", "\"file\" IN ('a', 'b')"),
+        ("stage = 'gold' AND (`file` IN ('it\\'s', 'C:\\\\x'))", "stage = 'gold' AND (\"file\" IN ('it''s', 'C:\\x'))"),
+        ("`we``ird` = 'x'", "\"we`ird\" = 'x'"),
+        ("false", "false"),
+    ],
+)
+def test_a_replace_predicate_reads_in_delta_rs_as_spark_reads_it(spark_sql: str, datafusion: str) -> None:
+    assert storage.datafusion_predicate(spark_sql) == datafusion
+
+
+@pytest.mark.parametrize("spark_sql", ["a = 'x\\n'", 'a = "x"', "File = 'x'", "a = 'open"])
+def test_a_predicate_delta_rs_could_read_otherwise_than_spark_is_left_to_spark(spark_sql: str) -> None:
+    assert storage.datafusion_predicate(spark_sql) is None
