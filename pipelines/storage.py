@@ -51,6 +51,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import json
+import os
 import re
 import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -249,8 +250,19 @@ class Lakehouse:
         return f"{_quote(self.database(table.layer))}.{_quote(table.name)}"
 
     def exists(self, table: TableRef) -> bool:
-        """True when the table's folder holds a Delta table."""
-        return bool(DeltaTable.isDeltaTable(self.spark, self.path(table)))
+        """True when the table's folder holds a Delta table (its log has a commit or a checkpoint).
+
+        On a local file system the log folder is listed; Spark's own test (elsewhere) loads the
+        table's snapshot, a Spark job for a table whose last commit has no checksum file (delta-rs
+        writes none)."""
+        local = local_path_of(self.qualified(table))
+        if local is None:
+            return bool(DeltaTable.isDeltaTable(self.spark, self.path(table)))
+        try:
+            with os.scandir(os.path.join(local, "_delta_log")) as entries:
+                return any(_LOG_ENTRY.fullmatch(entry.name) for entry in entries)
+        except (FileNotFoundError, NotADirectoryError):
+            return False
 
     def read(self, table: TableRef) -> DataFrame:
         """The table's current version (it must exist)."""
@@ -587,6 +599,9 @@ FILESYSTEM_KEYS = r"^fs\.(s3a|gs|azure)\."
 
 
 CHANGE_DATA_FEED = "delta.enableChangeDataFeed"
+
+_LOG_ENTRY = re.compile(r"\d{20}\.(json|checkpoint(\.\d+\.\d+)?\.parquet|checkpoint\.[\w-]+\.(json|parquet))")
+"""A commit or a checkpoint in a Delta log folder (not a temporary file, a checksum or ``_last_checkpoint``)."""
 
 _KEYWORDS = frozenset({"AND", "OR", "NOT", "IN", "IS", "NULL", "TRUE", "FALSE"})
 _SPARK_LITERAL = re.compile(r"'((?:[^'\\]|\\.)*)'|`((?:[^`]|``)*)`|([^'`]+)", re.DOTALL)
