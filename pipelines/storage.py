@@ -77,7 +77,7 @@ from pyspark.util import inheritable_thread_target
 from conf import StorageSettings
 from conf.paths import local_path_of
 from pipelines.query.lake import S3_SCHEMES, delta_storage_options
-from pipelines.tables import CATALOGED, STATS_PREFIX_LENGTH, Col, Layer, TableSpec, conform
+from pipelines.tables import CATALOGED, CHANGE_FEED, STATS_PREFIX_LENGTH, Col, Layer, TableSpec, conform
 
 
 @dataclass
@@ -377,7 +377,7 @@ class Lakehouse:
         properties = {**spec.properties, **write.properties}
         replacing = exists and write.mode == "replace" and not write.fresh
         merging = exists and write.mode == "merge"
-        if merging or not self.small_work() or (replacing and properties.get(CHANGE_DATA_FEED) == "true"):
+        if merging or not self.small_work() or (replacing and properties.get(CHANGE_FEED) == "true"):
             return False
         local = local_path_of(self.qualified(spec))
         if local is None:
@@ -597,8 +597,6 @@ class Lakehouse:
 FILESYSTEM_KEYS = r"^fs\.(s3a|gs|azure)\."
 """The Hadoop settings (a regular expression on their names) handed to the tasks reading input files."""
 
-
-CHANGE_DATA_FEED = "delta.enableChangeDataFeed"
 
 _LOG_ENTRY = re.compile(r"\d{20}\.(json|checkpoint(\.\d+\.\d+)?\.parquet|checkpoint\.[\w-]+\.(json|parquet))")
 """A commit or a checkpoint in a Delta log folder (not a temporary file, a checksum or ``_last_checkpoint``)."""

@@ -70,6 +70,9 @@ class Col:
         return StructField(self.name, self.type, self.nullable, {"comment": self.comment})
 
 
+CHANGE_FEED = "delta.enableChangeDataFeed"
+"""The Delta table property that keeps a change data feed of the table (``table_changes``)."""
+
 STATS_COLUMNS = "delta.dataSkippingStatsColumns"
 STATS_PREFIX = "delta.dataSkippingStringPrefixLength"
 STATS_PREFIX_LENGTH = 256

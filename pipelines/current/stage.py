@@ -71,6 +71,7 @@ from pipelines.progress import file_predicate
 from pipelines.stage import Built, Context
 from pipelines.storage import Lakehouse, Table, Write
 from pipelines.tables import (
+    CHANGE_FEED,
     CHANGES,
     CURRENT_META,
     DDL_EVENTS,
@@ -99,7 +100,7 @@ CHANGE_COLUMNS = [
 ]
 """The gold columns the replay reads."""
 
-CHANGE_DATA_FEED = {"delta.enableChangeDataFeed": "true"}
+CHANGE_DATA_FEED = {CHANGE_FEED: "true"}
 
 ALTER = "alter"
 """The DDL object action of ALTER TABLE (silver ``ddl_events``)."""
