@@ -10,6 +10,7 @@ out, struct fields compared by name).
 from __future__ import annotations
 
 import io
+import json
 import os
 import shutil
 from dataclasses import dataclass
@@ -20,7 +21,7 @@ from pyspark.sql import SparkSession
 
 from binlog_core.decoder import decode_file
 from binlog_core.events.query import QueryEvent
-from conf import AppConfig, InputSettings, SilverSettings, StorageSettings
+from conf import AppConfig, InputSettings, SilverSettings, SparkSettings, StorageSettings
 from pipelines.exits import Exit
 from pipelines.run import RunReport, run
 from pipelines.storage import Lakehouse, Table
@@ -48,9 +49,15 @@ class Built:
 
 
 def build(
-    spark: SparkSession, root: Path, source: Path, arrivals: list[list[int]], seed: list[Path | None] | None = None
+    spark: SparkSession,
+    root: Path,
+    source: Path,
+    arrivals: list[list[int]],
+    seed: list[Path | None] | None = None,
+    small_work_mib: list[int] | None = None,
 ) -> Built:
-    """A lake fed ``arrivals`` (file numbers of ``source``) one batch per run (``seed[i]``: the seed of run i)."""
+    """A lake fed ``arrivals`` (file numbers of ``source``) one batch per run (``seed[i]``: the seed of
+    run i; ``small_work_mib[i]``: its ``spark.small_work_mib``, 0 for Spark's writes)."""
     folder = root / "binlogs"
     folder.mkdir(parents=True)
     lake_root = root / "lake"
@@ -63,6 +70,7 @@ def build(
             input=InputSettings(path=str(folder)),
             storage=StorageSettings(root=str(lake_root), register_tables=False),
             silver=SilverSettings(seed_path=None if snapshot is None else str(snapshot)),
+            spark=SparkSettings() if small_work_mib is None else SparkSettings(small_work_mib=small_work_mib[i]),
         )
         reports.append(run(spark, cfg, err=io.StringIO(), progress_every=None))
     lake = Lakehouse(spark, StorageSettings(root=str(lake_root), register_tables=False))
@@ -91,6 +99,35 @@ def nolog_at_once(spark: SparkSession, tmp_path_factory: pytest.TempPathFactory)
     built = build(spark, tmp_path_factory.mktemp("nolog_at_once"), NOLOG, [[1, 2, 3, 4, 5, 6]])
     assert [r.exit_code for r in built.reports] == [Exit.OK]
     return built.contents()
+
+
+def engines(table: Path) -> list[str]:
+    """The engine of each commit of the Delta table at ``table``, oldest first (``delta-rs``, ``Apache-Spark``)."""
+    found = []
+    for commit in sorted((table / "_delta_log").glob("*.json")):
+        info = next(json.loads(line)["commitInfo"] for line in commit.open() if '"commitInfo"' in line)
+        found.append(info["engineInfo"].split(":")[0].split("/")[0])
+    return found
+
+
+@pytest.mark.parametrize(
+    ("small_work_mib", "writers"),
+    [
+        pytest.param([0, 64], ["Apache-Spark", "delta-rs"], id="spark-then-driver"),
+        pytest.param([64, 0], ["delta-rs", "delta-rs", "Apache-Spark"], id="driver-then-spark"),
+    ],
+)
+def test_a_lake_written_through_spark_in_one_run_and_by_delta_rs_in_another_ends_as_the_sample_given_at_once(
+    spark: SparkSession,
+    tmp_path: Path,
+    sample_at_once: dict[str, list[str]],
+    small_work_mib: list[int],
+    writers: list[str],
+) -> None:
+    built = build(spark, tmp_path, SAMPLE, [[1, 2, 3], [4, 5]], small_work_mib=small_work_mib)
+    assert [r.exit_code for r in built.reports] == [Exit.OK, Exit.OK]
+    assert engines(built.root / "gold" / "changes") == writers  # each run's writes made by the engine chosen
+    assert differences(sample_at_once, built.contents()) == []
 
 
 @pytest.mark.parametrize(
