@@ -10,7 +10,6 @@ out, struct fields compared by name).
 from __future__ import annotations
 
 import io
-import json
 import os
 import shutil
 from dataclasses import dataclass
@@ -25,7 +24,7 @@ from conf import AppConfig, InputSettings, SilverSettings, SparkSettings, Storag
 from pipelines.exits import Exit
 from pipelines.run import RunReport, run
 from pipelines.storage import Lakehouse, Table
-from tests.harness.sample_lake import lake_rows
+from tests.harness.sample_lake import commit_engines, lake_rows
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "mariadb"
 SAMPLE = FIXTURES / "sample"
@@ -101,15 +100,6 @@ def nolog_at_once(spark: SparkSession, tmp_path_factory: pytest.TempPathFactory)
     return built.contents()
 
 
-def engines(table: Path) -> list[str]:
-    """The engine of each commit of the Delta table at ``table``, oldest first (``delta-rs``, ``Apache-Spark``)."""
-    found = []
-    for commit in sorted((table / "_delta_log").glob("*.json")):
-        info = next(json.loads(line)["commitInfo"] for line in commit.open() if '"commitInfo"' in line)
-        found.append(info["engineInfo"].split(":")[0].split("/")[0])
-    return found
-
-
 @pytest.mark.parametrize(
     ("small_work_mib", "writers"),
     [
@@ -126,7 +116,7 @@ def test_a_lake_written_through_spark_in_one_run_and_by_delta_rs_in_another_ends
 ) -> None:
     built = build(spark, tmp_path, SAMPLE, [[1, 2, 3], [4, 5]], small_work_mib=small_work_mib)
     assert [r.exit_code for r in built.reports] == [Exit.OK, Exit.OK]
-    assert engines(built.root / "gold" / "changes") == writers  # each run's writes made by the engine chosen
+    assert commit_engines(built.root / "gold" / "changes") == writers  # each run's writes made by the engine chosen
     assert differences(sample_at_once, built.contents()) == []
 
 

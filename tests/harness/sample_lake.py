@@ -11,6 +11,7 @@ partition column, and a struct field added by a later commit (``mergeSchema``).
 from __future__ import annotations
 
 import io
+import json
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -95,6 +96,17 @@ def lake_rows(root: Path, binlogs: Path) -> dict[str, list[str]]:
                     repr(_by_name(row)).replace(str(binlogs), "IN").replace(str(root), "ROOT") for row in rows
                 )
     return tables
+
+
+def commit_engines(table: Path) -> list[str]:
+    """The engine of each commit of the Delta table at the local ``table`` folder, oldest first:
+    ``delta-rs`` or ``Apache-Spark`` (the start of each commit's ``engineInfo``)."""
+    found = []
+    for commit in sorted((table / "_delta_log").glob("*.json")):
+        with commit.open(encoding="utf-8") as lines:
+            info = next(json.loads(line)["commitInfo"] for line in lines if '"commitInfo"' in line)
+        found.append(info["engineInfo"].split(":")[0].split("/")[0])
+    return found
 
 
 @pytest.fixture(scope="session")

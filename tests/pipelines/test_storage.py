@@ -47,6 +47,7 @@ from pipelines.storage import (
 )
 from pipelines.tables import Col, Layer, TableSpec
 from tests.harness.s3 import S3Server, free_port
+from tests.harness.sample_lake import commit_engines
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
 
@@ -786,16 +787,6 @@ def _visits(spark: SparkSession, *rows: tuple[str, int]) -> Any:
     )
 
 
-def _writers(lake: Lakehouse, table: Table) -> list[str]:
-    """The engine of each commit of ``table`` (``delta-rs`` or ``Apache-Spark``), oldest first."""
-    log = Path(lake.path(table)) / "_delta_log"
-    found = []
-    for commit in sorted(log.glob("*.json")):
-        info = next(json.loads(line)["commitInfo"] for line in commit.open() if '"commitInfo"' in line)
-        found.append(info["engineInfo"].split(":")[0].split("/")[0])
-    return found
-
-
 def test_small_work_is_written_by_delta_rs_into_the_table_spark_would_write_and_then_reads_and_writes(
     spark: SparkSession, tmp_path: Path
 ) -> None:
@@ -812,8 +803,8 @@ def test_small_work_is_written_by_delta_rs_into_the_table_spark_would_write_and_
         lake.write(Write(VISITS, first, mode="append"))
         lake.write(Write(VISITS, again, file_predicate([quoted])))  # replaces the rows of one file only
     spark_lake, driver_lake = lakes[False], lakes[True]
-    assert _writers(driver_lake, VISITS) == ["delta-rs"] * 3  # made, appended, replaced
-    assert _writers(spark_lake, VISITS) == ["Apache-Spark"] * 2
+    assert commit_engines(Path(driver_lake.path(VISITS))) == ["delta-rs"] * 3  # made, appended, replaced
+    assert commit_engines(Path(spark_lake.path(VISITS))) == ["Apache-Spark"] * 2
     read = {small: lake.read(VISITS) for small, lake in lakes.items()}
     nullable = StructType([StructField(f.name, f.dataType, True, f.metadata) for f in VISITS.schema])
     assert read[True].schema == read[False].schema == nullable  # with the comments
@@ -836,7 +827,7 @@ def test_small_work_is_written_by_delta_rs_into_the_table_spark_would_write_and_
     assert sorted(n for n in stats.column_names if n.startswith("min.")) == ["min.file", "min.offset", "min.seen"]
     driver_lake.small_work = lambda: False  # Spark appends to the table delta-rs made
     driver_lake.write(Write(VISITS, _visits(spark, ("x", 1)), mode="append"))
-    assert _writers(driver_lake, VISITS)[-1] == "Apache-Spark"
+    assert commit_engines(Path(driver_lake.path(VISITS)))[-1] == "Apache-Spark"
     assert driver_lake.read(VISITS).count() == 4
 
 
@@ -854,7 +845,8 @@ def test_a_small_write_delta_rs_would_not_write_as_spark_does_goes_through_spark
     newline = _visits(spark, ("c\n", 3)).withColumn("note", F.lit("n"))
     lake.write(Write(wider, newline, "`file` = 'c\\n'"))  # Spark reads the escape as a line break
     lake.write(Write(wider, _visits(spark, ("a", 1)).withColumn("note", F.lit("m")), mode="merge"))
-    assert _writers(lake, VISITS) == ["delta-rs"] * 2 + ["Apache-Spark"] * 3  # a new column, an escape, a merge
+    engines = commit_engines(Path(lake.path(VISITS)))
+    assert engines == ["delta-rs"] * 2 + ["Apache-Spark"] * 3  # made and appended; a new column, an escape, a merge
     assert sorted((r.file, r.note) for r in lake.read(wider).collect()) == [("a", "m"), ("b", "n"), ("c\n", "n")]
 
 
