@@ -233,8 +233,9 @@ class SparkSettings(Section):
             "Larger stages keep Spark's defaults, and so does a key set in `conf`. In the JVM a job command "
             "starts for its one run, such a stage's code also stays with HotSpot's quick compiler (C1), "
             "through a compiler directive added for the stage: the optimizing one (C2) would cost more CPU "
-            "than the work. On a lake on a local file system, such a stage's tables are also written on the "
-            "driver, by delta-rs (see the README's Tables section). `0`: never."
+            "than the work. On a lake on a local file system, such a stage's frames (the tables its tasks do "
+            "not write themselves) are also written on the driver, by delta-rs (see the README's Tables "
+            "section). `0`: never."
         ),
     )
     conf: dict[str, SparkConfValue] = Field(

@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, TextIO
 
-from pyspark.sql import SparkSession
+from pyspark.sql import DataFrame, SparkSession
 
 from conf.models import AppConfig
 from pipelines.bronze.discover import list_files
@@ -53,9 +53,6 @@ STAGES = ("bronze", "silver", "gold", "current")
 UPSTREAM = {"silver": "bronze", "gold": "silver", "current": "gold"}
 """The stage each stage builds from."""
 
-HANDED_ON = {"silver": "gold", "gold": "current"}
-"""Stage -> the stage after it that reads its in-run frames (``Context.handed``): they stay kept until
-that stage has run, instead of being read back from the tables just written."""
 
 STAGE_OBJECTS: dict[str, Callable[[], Stage[Any]]] = {
     "bronze": BronzeStage,
@@ -193,17 +190,20 @@ def _gate(ctx: Context, stage: str, out: Built, report: RunReport, quality: Qual
         raise GateFailed(f"{stage} gate failed: {', '.join(outcome.failed)} (see the gate_results table)")
     rows = outcome.quarantine_rows(ctx.run_id)
     if rows:
-        extra = ctx.spark.createDataFrame([tuple(r[n] for n in QUARANTINE.names) for r in rows], QUARANTINE.schema)
-        out.quarantine = extra if out.quarantine is None else out.quarantine.unionByName(extra)
+        out.add_quarantine(
+            ctx.spark.createDataFrame([tuple(r[n] for n in QUARANTINE.names) for r in rows], QUARANTINE.schema)
+        )
         out.extra_quarantine = len(rows)
+        if out.reasons is not None:
+            out.reasons.update((str(r["stage"]), str(r["code"]), str(r["severity"])) for r in rows)
 
 
 def _count_quarantine(report: RunReport, out: Built) -> None:
     """Add the quarantine rows a stage is about to write to the report, by reason."""
-    if out.reasons is not None and not out.extra_quarantine:
+    if out.reasons is not None:
         report.quarantined.update(out.reasons)
         return
-    if out.quarantine is None:
+    if not isinstance(out.quarantine, DataFrame):
         return
     for row in out.quarantine.groupBy("stage", "code", "severity").count().collect():
         report.quarantined[(row.stage, row.code, row.severity)] += row["count"]
@@ -350,18 +350,18 @@ def _stage(
         raise  # nothing more is asked of Spark: the call the signal landed in was abandoned
     except GateFailed as exc:
         say(str(exc))
+        if out is not None:  # what its tasks wrote enters no table
+            for spec, staged in out.staged():
+                lake.discard(spec, staged)
         return False
     finally:
         report.stage_seconds[name] = time.monotonic() - stage_start
         if not interrupted:
             if out is not None:
-                if done and HANDED_ON.get(name) in stages:
+                if done:  # what later stages of the run read instead of the tables just written
                     ctx.handed[name] = out
                 else:
                     out.release()
-            upstream_out = ctx.handed.pop(UPSTREAM.get(name, ""), None)
-            if upstream_out is not None:
-                upstream_out.release()
             report.spark_jobs[name] = _jobs_of(spark, group)
             report.delta_commits[name] = lake.commits - commits
     report.stages.append(name)

@@ -47,6 +47,7 @@ from pyspark.sql import functions as F
 
 from conf import ConfigError, SparkSettings, load_config
 from conf.paths import is_uri
+from pipelines.staging import DICTIONARY_PAGE_BYTES, ROW_GROUP_BYTES
 
 __all__ = [
     "ARROW_BATCH_ROWS",
@@ -95,22 +96,6 @@ JAVA_OPTIONS = "spark.driver.extraJavaOptions"
 
 MALLOC_ARENA_MAX = "2"
 """glibc malloc arenas of a JVM this process starts, unless the environment already sets it."""
-
-ROW_GROUP_BYTES = 8 << 20
-"""Parquet row-group size of the files the session writes (``parquet.block.size``; Parquet's own
-default is 128 MiB). Spark splits a scan at row groups only: with smaller groups the events of one
-large binlog, which one framing task wrote, are read back by as many tasks as there are cores
-(silver's and gold's decodes, gold's writes), instead of by one, and in shares of about the same
-size (a task gets the groups whose middle falls in its byte range)."""
-
-DICTIONARY_PAGE_BYTES = 64 << 10
-"""Largest Parquet dictionary of a column chunk before its values are written plain instead
-(``parquet.dictionary.page.size``; Parquet's default is 1 MiB).  Columns of few distinct values
-(names, types, operations) stay dictionary-encoded; a column of many (row images, bodies, GTIDs)
-gives up after 64 KiB of distinct values instead of hashing a megabyte of them into a dictionary
-that is then thrown away, in every row group, and kept on the heap meanwhile.  On the 256 MiB
-OLTP binlog of ``bench/`` the lakehouse keeps its size (with dictionaries off altogether it grows
-by 12 %, ``table_maps`` by 140 %)."""
 
 CONCURRENT_WRITERS = 16
 """Files a write task keeps open at once (``spark.sql.maxConcurrentOutputFileWriters``) before it

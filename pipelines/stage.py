@@ -24,7 +24,9 @@ from pyspark.sql import DataFrame, SparkSession
 
 from conf.models import AppConfig
 from pipelines.progress import LakeState
+from pipelines.staging import Staged
 from pipelines.storage import Lakehouse, Persisted
+from pipelines.tables import QUARANTINE, TableSpec
 
 Say = Callable[[str], None]
 
@@ -45,8 +47,9 @@ class Context:
     state: LakeState = field(init=False)
     """``binlog_files`` and progress for this run (read once)."""
     handed: dict[str, Built] = field(default_factory=dict)
-    """Stage name -> what it built and wrote in this run, its frames still kept, for the stage after
-    it that reads them instead of the tables just written (:data:`pipelines.run.HANDED_ON`)."""
+    """Stage name -> what it built and wrote in this run (kept until the run ends), for the stages after
+    it: they read its files (:meth:`pipelines.storage.Lakehouse.written_frame`) and facts instead of
+    the tables just written."""
 
     def __post_init__(self) -> None:
         self.state = LakeState(self.lake)
@@ -67,7 +70,8 @@ class Built:
     """
 
     files: list[str]
-    quarantine: DataFrame | None = None
+    quarantine: DataFrame | Staged | None = None
+    """Its quarantine rows: a frame, or the files its tasks wrote them into."""
     facts: dict[str, pd.DataFrame] = field(default_factory=dict)
     counts: dict[str, int] = field(default_factory=dict)
     reasons: Counter[tuple[str, str, str]] | None = None
@@ -79,6 +83,20 @@ class Built:
     def release(self) -> None:
         """Release what the build persisted (once written)."""
         self.kept.release()
+
+    def staged(self) -> list[tuple[TableSpec, Staged]]:
+        """The files the build's tasks wrote, by table: deleted when its gate stops the run (they are in
+        no table until written)."""
+        return [(QUARANTINE, self.quarantine)] if isinstance(self.quarantine, Staged) else []
+
+    def add_quarantine(self, rows: DataFrame) -> None:
+        """Add quarantine rows (the gate's) to those of the build."""
+        if self.quarantine is None:
+            self.quarantine = rows
+        elif isinstance(self.quarantine, Staged):
+            self.quarantine = self.quarantine.with_extra(rows)
+        else:
+            self.quarantine = self.quarantine.unionByName(rows)
 
     def written(self) -> list[str]:
         """The files whose rows the stage's write replaces (named as unfinished while it writes)."""

@@ -19,8 +19,9 @@ read by :meth:`Lakehouse.rows` on the driver with delta-rs (local and S3 lakes),
 Spark's ``collect`` gives: no Spark job, no Delta snapshot, for what every run consults first.
 
 Small work is written on the driver.  When the run says the stage at hand is small (its binlog
-files total less than ``spark.small_work_mib``: :class:`pipelines.execution.ExecutionMode`) and the
-lake is on a local file system, a write that appends, replaces the rows of a predicate or
+files total less than ``spark.small_work_mib``: :class:`pipelines.execution.ExecutionMode`), or the
+table is one of a few rows per file (:attr:`pipelines.tables.TableSpec.small`: bookkeeping,
+histories), and the lake is on a local file system, a write that appends, replaces the rows of a predicate or
 overwrites is collected as Arrow (``toArrow``, one Spark job) and committed by delta-rs
 (:meth:`Lakehouse._write_on_driver`): on a few thousand rows, a Delta write through Spark is
 seconds of fixed cost on the JVM (the write job, statistics, the commit, its checksum), most of
@@ -38,28 +39,28 @@ tables (layer ``_state``) are never registered.  A run registers in one batch at
 (:meth:`Lakehouse.registering_at_end`): the tables it created, and any table of the lakehouse the
 catalog is not known to hold (one a killed run wrote and did not register).
 
-Input files are read by Python tasks, not by Spark: local paths with ``open``, object stores
-through ``pyarrow.fs``, configured from the same Hadoop settings Spark uses (see
-:func:`arrow_target` for which settings translate, and how)::
-
-    options = hadoop_filesystem_options(spark)             # on the driver: plain data
-    read = open_arrow_input("s3a://b/mysql-bin.000001", options)   # in a task
+Input files are read, and the large tables' files written, by Python tasks: local paths directly,
+object stores through ``pyarrow.fs`` (:mod:`pipelines.filesystems`), configured from the Hadoop
+settings of the session (:func:`hadoop_filesystem_options`).  Files a task wrote into a table's
+folder (:mod:`pipelines.staging`) enter the table in one Delta commit made here, through Spark's
+Delta log: a ``Write`` whose frame is :class:`pipelines.staging.Staged`.
 """
 
 from __future__ import annotations
 
 import contextlib
-import functools
 import json
 import os
 import re
 import threading
-from collections.abc import Callable, Iterator, Mapping, Sequence
+import time
+import uuid
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
-from typing import Any, BinaryIO, Literal, Protocol, cast
-from urllib.parse import SplitResult, quote, urlsplit
+from typing import Any, Literal, Protocol
+from urllib.parse import urlsplit
 
 import pyarrow as pa
 from delta.tables import DeltaTable
@@ -67,7 +68,6 @@ from deltalake import DeltaTable as DeltaRsTable
 from deltalake import Schema as DeltaRsSchema
 from deltalake import WriterProperties, write_deltalake
 from deltalake.exceptions import DeltaError
-from pyarrow import fs as pafs
 from pyspark import StorageLevel
 from pyspark.sql import Column, DataFrame, Row, SparkSession
 from pyspark.sql import functions as F
@@ -76,7 +76,9 @@ from pyspark.util import inheritable_thread_target
 
 from conf import StorageSettings
 from conf.paths import local_path_of
+from pipelines.filesystems import FILESYSTEM_KEYS
 from pipelines.query.lake import S3_SCHEMES, delta_storage_options
+from pipelines.staging import Staged, StagedFile, TableTarget, TableWriter, file_uri, remove_files
 from pipelines.tables import CATALOGED, CHANGE_FEED, STATS_PREFIX_LENGTH, Col, Layer, TableSpec, conform
 
 
@@ -172,7 +174,8 @@ class Write:
     """
 
     spec: TableSpec
-    frame: DataFrame
+    frame: DataFrame | Staged
+    """The rows, or the files tasks wrote them into (:class:`pipelines.staging.Staged`)."""
     replace: str | None = None
     mode: Mode = "replace"
     merge_schema: bool = False
@@ -217,6 +220,9 @@ class Lakehouse:
         self.small_work = small_work
         """Whether the stage at hand is small work (its writes may go through delta-rs on the driver)."""
         self.commits = 0
+        self.written: dict[str, tuple[StagedFile, ...]] = {}
+        """Table (``<layer>/<name>``) -> the files its last write through this object committed as tasks
+        wrote them (:meth:`written_frame`)."""
         self._registered: dict[str, str] | None = None
         self._lock = threading.Lock()
         self._warming: threading.Thread | None = None
@@ -320,9 +326,13 @@ class Lakehouse:
 
     def write(self, write: Write) -> None:
         """One write (see :class:`Write`): the frame conformed to its spec, then registered."""
+        if isinstance(write.frame, Staged):
+            self._write_staged(write, write.frame)
+            return
         spec, frame, keep = write.spec, write.frame, write.keep
         path = self.path(spec)
         exists = self.exists(spec)
+        self.written.pop(spec.folder, None)
         if exists and (write.merge_schema or write.mode in ("overwrite", "merge")):
             self._support_types(path, frame)
         if keep is not None and not exists:
@@ -370,6 +380,138 @@ class Lakehouse:
         if self.on_write is not None:
             self.on_write(spec)
 
+    # -- files written by tasks ------------------------------------------------------------------
+
+    def target(self, spec: TableSpec) -> TableTarget:
+        """Where tasks write ``spec``'s files (plain data for the tasks: the location as Spark names
+        it and the object-store settings of the session)."""
+        location = self.qualified(spec)
+        options = {} if local_path_of(location) is not None else hadoop_filesystem_options(self.spark)
+        return TableTarget.of(spec, location, options)
+
+    def stage_rows(self, spec: TableSpec, rows: Sequence[Mapping[str, Any]]) -> tuple[StagedFile, ...]:
+        """Write rows the driver holds (plain values, a map as a ``dict``) into files of ``spec``, not
+        committed yet: what a task would have written (no Spark job)."""
+        if not rows:
+            return ()
+        target = self.target(spec)
+        writer = TableWriter(target)
+        writer.write(
+            pa.Table.from_pylist([{n: r.get(n) for n in target.schema.names} for r in rows], schema=target.schema)
+        )
+        return tuple(writer.close())
+
+    def discard(self, spec: TableSpec, staged: Staged) -> None:
+        """Delete files tasks wrote for ``spec`` that are not to be committed."""
+        target = self.target(spec)
+        remove_files(target.location, staged.files, target.filesystem_options)
+
+    def _write_staged(self, write: Write, staged: Staged) -> None:
+        """Commit the files tasks wrote into the table's folder, the driver's extra rows written beside
+        them, in one Delta commit; when their rows must change first (a transform), replace rows the
+        table holds, or change its schema, Spark reads them and writes them as any frame."""
+        spec = write.spec
+        exists = self.exists(spec)
+        replacing = exists and write.mode == "replace" and not write.fresh
+        if write.mode not in ("replace", "append") or replacing or staged.transform is not None:
+            self._rewrite_staged(write, staged)
+            return
+        txn = self._delta_log(spec).startTransaction()
+        if exists and not self._schema_is(spec, str(txn.metadata().schemaString())):
+            self._rewrite_staged(write, staged)  # Spark evolves the table's schema
+            return
+        files = list(staged.files)
+        if staged.extra is not None:
+            writer = TableWriter(self.target(spec))
+            writer.write(staged.extra.transform(conform(spec)).toArrow())
+            files += writer.close()
+        if files or not exists:
+            metadata = None if exists else self._new_metadata(spec, {**spec.properties, **write.properties})
+            self._commit(txn, [f.add_action() for f in files], metadata)
+            with self._lock:
+                self.commits += 1
+        self.written[spec.folder] = tuple(files)
+        if not exists and not self._deferred:
+            self.register([spec])
+        if self.on_write is not None:
+            self.on_write(spec)
+
+    def _rewrite_staged(self, write: Write, staged: Staged) -> None:
+        """Write staged rows through Spark (read back, changed, written as a frame), then delete the files."""
+        spec = write.spec
+        target = self.target(spec)
+        frame: DataFrame | None = None
+        if staged.files:
+            frame = self.staged_frame(spec, staged)
+            if staged.transform is not None:
+                frame = staged.transform(frame)
+        if staged.extra is not None:
+            extra = staged.extra.transform(conform(spec))
+            frame = extra if frame is None else frame.transform(conform(spec)).unionByName(extra)
+        if frame is None:
+            frame = self.spark.createDataFrame([], spec.schema)
+        self.write(replace(write, frame=frame))
+        remove_files(target.location, staged.files, target.filesystem_options)
+
+    def written_frame(self, spec: TableSpec, where: Mapping[str, Collection[str]] | None = None) -> DataFrame | None:
+        """The rows the last write of ``spec`` through this object committed as tasks wrote them (only
+        the partitions whose values ``where`` names), read from those files; None when it wrote
+        otherwise, or not at all."""
+        files = self.written.get(spec.folder)
+        if files is None:
+            return None
+        if where:
+            files = tuple(f for f in files if all(f.partition_values.get(k) in v for k, v in where.items()))
+        return self.staged_frame(spec, Staged(files))
+
+    def staged_frame(self, spec: TableSpec, staged: Staged) -> DataFrame:
+        """The rows of files tasks wrote for ``spec`` (not changed by its ``transform``), read by Spark
+        as the Parquet files they are: no Delta log is read."""
+        location = self.target(spec).location
+        if not staged.files:
+            return self.spark.createDataFrame([], spec.schema)
+        uris = [file_uri(location, f) for f in staged.files]
+        return self.spark.read.schema(spec.schema).option("basePath", location).parquet(*uris)
+
+    def _delta_log(self, spec: TableSpec) -> Any:
+        jvm = self.spark.sparkContext._jvm
+        assert jvm is not None
+        return jvm.org.apache.spark.sql.delta.DeltaLog.forTable(self.spark._jsparkSession, self.path(spec))
+
+    @staticmethod
+    def _schema_is(spec: TableSpec, schema_json: str) -> bool:
+        """Whether a table's stored schema is ``spec``'s (comments and nullability aside)."""
+        return bool(_fits(_nullable(json.loads(schema_json)), _nullable(json.loads(spec.schema.json()))))
+
+    def _new_metadata(self, spec: TableSpec, properties: Mapping[str, str]) -> dict[str, Any]:
+        """The ``metaData`` action of a new table: the spec's schema (every column nullable, as Spark
+        makes a table by path) with its comments, partitioning and properties."""
+        return {
+            "metaData": {
+                "id": str(uuid.uuid4()),
+                "format": {"provider": "parquet", "options": {}},
+                "schemaString": json.dumps(_nullable(json.loads(spec.schema.json()))),
+                "partitionColumns": list(spec.partition_by),
+                "configuration": dict(properties),
+                "createdTime": int(time.time() * 1000),
+            }
+        }
+
+    def _commit(self, txn: Any, actions: list[dict[str, Any]], metadata: dict[str, Any] | None) -> None:
+        """One Delta commit of ``actions`` in the transaction ``txn`` of Spark's Delta log (any store
+        Spark writes tables on): a blind append, recorded as Spark's own writes are (operation
+        ``WRITE``); ``metadata``: the table is new (Delta chooses its protocol from it, as it does when
+        Spark creates one)."""
+        jvm = self.spark.sparkContext._jvm
+        assert jvm is not None
+        parse = jvm.org.apache.spark.sql.delta.actions.Action.fromJson
+        if metadata is not None:
+            txn.updateMetadataForNewTable(parse(json.dumps(metadata)))
+        listed = jvm.java.util.ArrayList()
+        for action in actions:
+            listed.add(parse(json.dumps(action)))
+        txn.commit(jvm.scala.jdk.javaapi.CollectionConverters.asScala(listed).toSeq(), _append_operation(jvm))
+
     def _write_on_driver(self, write: Write, frame: DataFrame, exists: bool) -> bool:
         """Commit ``frame`` (conformed) with delta-rs on the driver, as Spark would (see the module
         doc); False, having done nothing, when Spark must write it."""
@@ -377,7 +519,8 @@ class Lakehouse:
         properties = {**spec.properties, **write.properties}
         replacing = exists and write.mode == "replace" and not write.fresh
         merging = exists and write.mode == "merge"
-        if merging or not self.small_work() or (replacing and properties.get(CHANGE_FEED) == "true"):
+        small = self.small_work() or spec.small
+        if merging or not small or (replacing and properties.get(CHANGE_FEED) == "true"):
             return False
         local = local_path_of(self.qualified(spec))
         if local is None:
@@ -592,12 +735,6 @@ class Lakehouse:
         return str(fs.makeQualified(hadoop_path).toString()).rstrip("/")  # type: ignore[attr-defined]
 
 
-# Reading input files from Python tasks ----------------------------------------------------------
-
-FILESYSTEM_KEYS = r"^fs\.(s3a|gs|azure)\."
-"""The Hadoop settings (a regular expression on their names) handed to the tasks reading input files."""
-
-
 _LOG_ENTRY = re.compile(r"\d{20}\.(json|checkpoint(\.\d+\.\d+)?\.parquet|checkpoint\.[\w-]+\.(json|parquet))")
 """A commit or a checkpoint in a Delta log folder (not a temporary file, a checksum or ``_last_checkpoint``)."""
 
@@ -658,6 +795,17 @@ def _fits(table: Any, frame: Any) -> bool:
     return bool(table == frame)
 
 
+def _append_operation(jvm: Any) -> Any:
+    """Delta's ``WRITE`` operation in append mode (``DeltaOperations.Write(SaveMode.Append)``, its
+    other parameters at their defaults): what ``DESCRIBE HISTORY`` shows for the commit."""
+    name = "org.apache.spark.sql.delta.DeltaOperations$Write"
+    loader = jvm.java.lang.Thread.currentThread().getContextClassLoader()
+    constructor = loader.loadClass(name).getConstructors()[0]
+    defaults = [jvm.scala.Option.empty()] * (constructor.getParameterCount() - 1)
+    write = getattr(jvm.org.apache.spark.sql.delta, "DeltaOperations$Write")
+    return write(jvm.org.apache.spark.sql.SaveMode.Append, *defaults)
+
+
 def _nullable(schema: Any) -> Any:
     """A parsed schema JSON with every field and element nullable (what Spark's ``asNullable`` gives)."""
     if isinstance(schema, list):
@@ -679,29 +827,6 @@ def _create_on_driver(path: str, schema_json: str, partition_by: Sequence[str], 
         configuration=dict(properties),
         raise_if_key_not_exists=False,  # delta-rs knows not every property Spark reads (the statistics' prefix)
     )
-
-
-class UnsupportedSchemeError(OSError):
-    """An input file that Python tasks cannot open here; the message names the file and the reason.
-
-    ``code`` is the stable name of the problem: ``UNSUPPORTED_SCHEME``.
-    """
-
-    code = "UNSUPPORTED_SCHEME"
-
-    def __init__(self, uri: str, reason: str) -> None:
-        super().__init__(f"{uri}: cannot read this file: {reason}")
-        self.uri = uri
-        self.reason = reason
-
-
-@dataclass(frozen=True)
-class ArrowTarget:
-    """How a Python task reads one URI: a ``pyarrow.fs`` class name, its keyword arguments, the path in it."""
-
-    filesystem: str
-    kwargs: Mapping[str, object]
-    path: str
 
 
 DELTA_RS_SCHEMES = frozenset({"file", *S3_SCHEMES})
@@ -816,328 +941,13 @@ def hadoop_filesystem_options(spark: SparkSession) -> dict[str, str]:
     return {str(key): str(value) for key, value in found.items()}
 
 
-def _hadoop_bool(value: str | None, default: bool) -> bool:
-    """A Hadoop boolean setting (``true``/``false`` in any case; anything else is the default)."""
-    text = (value or "").strip().lower()
-    return text == "true" if text in ("true", "false") else default
-
-
-def _lookup(hadoop: Mapping[str, str], *names: str) -> str | None:
-    """The first of ``names`` set to a non-blank value, stripped."""
-    for name in names:
-        value = hadoop.get(name)
-        if value is not None and value.strip():
-            return value.strip()
-    return None
-
-
-def _class_names(value: str | None) -> list[str]:
-    """The simple names of a comma-separated list of Java classes."""
-    return [name.rsplit(".", 1)[-1] for name in re.split(r"[\s,]+", value or "") if name]
-
-
-_AWS_ENDPOINT = re.compile(r"^s3(?:[.-](?P<region>[a-z0-9-]+))?\.amazonaws\.com(?:\.cn)?$")
-_S3A_DEFAULT_PROVIDERS = ["TemporaryAWSCredentialsProvider", "SimpleAWSCredentialsProvider", "DefaultChain"]
-
-
-def _s3_credentials(get: Callable[[str], str | None]) -> dict[str, object]:
-    """The S3A credential providers, tried in order as S3A does, as S3FileSystem arguments.
-
-    Providers that need keys are skipped when the keys are not set; any provider this does not
-    know (environment, instance profile, web identity, a custom class) means the AWS SDK's default
-    chain, which pyarrow uses when given no credentials.
-    """
-    access, secret, token = get("access.key"), get("secret.key"), get("session.token")
-    for provider in _class_names(get("aws.credentials.provider")) or _S3A_DEFAULT_PROVIDERS:
-        if provider == "TemporaryAWSCredentialsProvider":
-            if access and secret and token:
-                return {"access_key": access, "secret_key": secret, "session_token": token}
-        elif provider == "SimpleAWSCredentialsProvider":
-            if access and secret:
-                return {"access_key": access, "secret_key": secret}
-        elif provider == "AnonymousAWSCredentialsProvider":
-            return {"anonymous": True}
-        elif provider == "AssumedRoleCredentialProvider":
-            role = get("assumed.role.arn")
-            if role:
-                session = get("assumed.role.session.name")
-                return {"role_arn": role, **({"session_name": session} if session else {})}
-        else:
-            return {}
-    return {}
-
-
-def _endpoint(value: str, secure: bool) -> tuple[str, str]:
-    """``(scheme, host[:port])`` of an endpoint written with or without a scheme."""
-    scheme, _, host = value.rpartition("://")
-    return (scheme.lower() or ("https" if secure else "http")), host.rstrip("/")
-
-
-def s3_filesystem_kwargs(bucket: str, hadoop: Mapping[str, str]) -> dict[str, object]:
-    """``pyarrow.fs.S3FileSystem`` arguments equivalent to the S3A settings ``hadoop`` holds for ``bucket``.
-
-    A per-bucket setting ``fs.s3a.bucket.<bucket>.<key>`` wins over ``fs.s3a.<key>``, as in S3A.
-    Translated: ``endpoint`` (an AWS endpoint gives its region; any other becomes
-    ``endpoint_override``), ``endpoint.region``, ``connection.ssl.enabled``, ``path.style.access``
-    (false with a custom endpoint forces virtual-host addressing, as S3A does), the credential
-    providers with ``access.key``/``secret.key``/``session.token`` and ``assumed.role.arn``/
-    ``assumed.role.session.name``, and ``proxy.host``/``port``/``username``/``password``/``secured``::
-
-        >>> s3_filesystem_kwargs("b", {"fs.s3a.endpoint": "http://minio:9000", "fs.s3a.path.style.access": "true"})
-        {'endpoint_override': 'minio:9000', 'scheme': 'http'}
-
-    Secrets kept in Hadoop credential providers (JCEKS files) are not visible here: use the AWS
-    default chain (environment, profile, instance or pod role) on the executors instead.
-    """
-
-    def get(key: str) -> str | None:
-        return _lookup(hadoop, f"fs.s3a.bucket.{bucket}.{key}", f"fs.s3a.{key}")
-
-    kwargs: dict[str, object] = {}
-    secure = _hadoop_bool(get("connection.ssl.enabled"), True)
-    region = get("endpoint.region")
-    scheme = "https" if secure else "http"
-    endpoint = get("endpoint")
-    if endpoint:
-        scheme, host = _endpoint(endpoint, secure)
-        aws = _AWS_ENDPOINT.match(host)
-        if aws is not None:
-            region = region or aws.group("region")
-        else:
-            kwargs["endpoint_override"] = host
-            if not _hadoop_bool(get("path.style.access"), False):
-                kwargs["force_virtual_addressing"] = True
-    if scheme != "https":
-        kwargs["scheme"] = scheme
-    if region:
-        kwargs["region"] = region
-    kwargs.update(_s3_credentials(get))
-    proxy_host = get("proxy.host")
-    if proxy_host:
-        proxy_secured = _hadoop_bool(get("proxy.secured"), False)
-        port = get("proxy.port") or ("443" if secure else "80")
-        user, password = get("proxy.username"), get("proxy.password")
-        login = f"{quote(user, safe='')}:{quote(password or '', safe='')}@" if user else ""
-        kwargs["proxy_options"] = f"{'https' if proxy_secured else 'http'}://{login}{proxy_host}:{port}"
-    return kwargs
-
-
-_GCS_DEFAULT_ROOT = "https://storage.googleapis.com"
-
-
-def gcs_filesystem_kwargs(hadoop: Mapping[str, str]) -> dict[str, object]:
-    """``pyarrow.fs.GcsFileSystem`` arguments from the GCS connector's settings.
-
-    Translated: ``fs.gs.auth.type`` (``UNAUTHENTICATED`` reads anonymously; every other type means
-    Google's application-default credentials, e.g. ``GOOGLE_APPLICATION_CREDENTIALS`` on the
-    executors), ``fs.gs.auth.impersonation.service.account``, ``fs.gs.project.id`` and
-    ``fs.gs.storage.root.url`` (an emulator)::
-
-        >>> gcs_filesystem_kwargs({"fs.gs.auth.type": "UNAUTHENTICATED"})
-        {'anonymous': True}
-    """
-
-    def get(key: str) -> str | None:
-        return _lookup(hadoop, f"fs.gs.{key}")
-
-    kwargs: dict[str, object] = {}
-    if (get("auth.type") or "").upper() == "UNAUTHENTICATED":
-        kwargs["anonymous"] = True
-    impersonate = get("auth.impersonation.service.account")
-    if impersonate:
-        kwargs["target_service_account"] = impersonate
-    project = get("project.id")
-    if project:
-        kwargs["project_id"] = project
-    root = get("storage.root.url")
-    if root and root.rstrip("/") != _GCS_DEFAULT_ROOT:
-        scheme, host = _endpoint(root, True)
-        kwargs["endpoint_override"] = host
-        if scheme != "https":
-            kwargs["scheme"] = scheme
-    return kwargs
-
-
-_AZURE_PUBLIC_CLOUD = "core.windows.net"
-_AZURE_TENANT = re.compile(r"^https://[^/]+/(?P<tenant>[^/]+)/")
-
-
-def azure_filesystem_kwargs(account_host: str, secure: bool, hadoop: Mapping[str, str]) -> dict[str, object]:
-    """``pyarrow.fs.AzureFileSystem`` arguments from the ABFS settings for ``account_host``.
-
-    ``account_host`` is the host of the URI (``acct.dfs.core.windows.net``); a setting suffixed
-    with it (``fs.azure.account.key.acct.dfs.core.windows.net``) wins over the plain one, as in
-    ABFS. Translated by ``fs.azure.account.auth.type``: ``SharedKey`` (the default) with
-    ``fs.azure.account.key``; ``SAS`` with ``fs.azure.sas.fixed.token``; ``OAuth`` with
-    ``ClientCredsTokenProvider`` (``fs.azure.account.oauth2.client.id``/``client.secret``, the tenant
-    read from ``client.endpoint``) or ``MsiTokenProvider`` (a managed identity, its client id if
-    set); anything else, or missing secrets, means Azure's default credential. Clouds other than
-    the public one (``core.chinacloudapi.cn``, ...) keep their host suffix::
-
-        >>> azure_filesystem_kwargs("acct.dfs.core.windows.net", True, {"fs.azure.account.key": "c2VjcmV0"})
-        {'account_name': 'acct', 'account_key': 'c2VjcmV0'}
-    """
-
-    def get(key: str) -> str | None:
-        return _lookup(hadoop, f"fs.azure.{key}.{account_host}", f"fs.azure.{key}")
-
-    account, _, suffix = account_host.partition(".")
-    kwargs: dict[str, object] = {"account_name": account}
-    cloud = suffix.partition(".")[2]  # "dfs.core.windows.net" -> "core.windows.net"
-    if cloud and cloud != _AZURE_PUBLIC_CLOUD:
-        kwargs["blob_storage_authority"] = f".blob.{cloud}"
-        kwargs["dfs_storage_authority"] = f".dfs.{cloud}"
-    if not secure:
-        kwargs["blob_storage_scheme"] = kwargs["dfs_storage_scheme"] = "http"
-    auth = (get("account.auth.type") or "SharedKey").lower()
-    if auth == "sharedkey":
-        key = get("account.key")
-        if key:
-            kwargs["account_key"] = key
-    elif auth == "sas":
-        token = get("sas.fixed.token")
-        if token:
-            kwargs["sas_token"] = token.lstrip("?")
-    elif auth == "oauth":
-        provider = _class_names(get("account.oauth.provider.type"))
-        client_id = get("account.oauth2.client.id")
-        if provider == ["ClientCredsTokenProvider"]:
-            secret = get("account.oauth2.client.secret")
-            tenant = _AZURE_TENANT.match(get("account.oauth2.client.endpoint") or "")
-            if client_id and secret and tenant is not None:
-                kwargs.update(tenant_id=tenant.group("tenant"), client_id=client_id, client_secret=secret)
-        elif provider == ["MsiTokenProvider"] and client_id:
-            kwargs["client_id"] = client_id
-    return kwargs
-
-
-def _s3_target(parts: SplitResult, hadoop: Mapping[str, str]) -> ArrowTarget:
-    bucket = parts.netloc
-    return ArrowTarget("S3FileSystem", s3_filesystem_kwargs(bucket, hadoop), f"{bucket}{parts.path}")
-
-
-def _gcs_target(parts: SplitResult, hadoop: Mapping[str, str]) -> ArrowTarget:
-    return ArrowTarget("GcsFileSystem", gcs_filesystem_kwargs(hadoop), f"{parts.netloc}{parts.path}")
-
-
-def _azure_target(parts: SplitResult, hadoop: Mapping[str, str]) -> ArrowTarget:
-    container, _, host = parts.netloc.rpartition("@")
-    scheme = parts.scheme.lower()
-    secure = scheme in ("abfss", "wasbs") or (
-        scheme == "abfs" and _hadoop_bool(hadoop.get("fs.azure.always.use.https"), True)
-    )
-    return ArrowTarget("AzureFileSystem", azure_filesystem_kwargs(host, secure, hadoop), f"{container}{parts.path}")
-
-
-def _hdfs_target(parts: SplitResult, hadoop: Mapping[str, str]) -> ArrowTarget:
-    # no host: fs.defaultFS; no port: the configured one (0 also resolves HA nameservices)
-    host = parts.netloc.rpartition("@")[2]
-    if parts.port is not None:
-        host = host.rpartition(":")[0]
-    kwargs: dict[str, object] = {"host": host or "default", "port": parts.port or 0}
-    return ArrowTarget("HadoopFileSystem", kwargs, parts.path)
-
-
-_TARGETS: dict[str, Callable[[SplitResult, Mapping[str, str]], ArrowTarget]] = {
-    "s3a": _s3_target,
-    "s3": _s3_target,
-    "s3n": _s3_target,
-    "gs": _gcs_target,
-    "abfs": _azure_target,
-    "abfss": _azure_target,
-    "wasb": _azure_target,
-    "wasbs": _azure_target,
-    "hdfs": _hdfs_target,
-}
-"""URI scheme -> its pyarrow file system (local paths and ``file:`` URIs are opened directly)."""
-
-
-def arrow_target(uri: str, hadoop: Mapping[str, str]) -> ArrowTarget:
-    """Which ``pyarrow.fs`` file system reads ``uri``, configured from the Hadoop settings ``hadoop``.
-
-    ``s3a://``, ``s3://``, ``s3n://``: ``S3FileSystem`` (:func:`s3_filesystem_kwargs`); ``gs://``:
-    ``GcsFileSystem`` (:func:`gcs_filesystem_kwargs`); ``abfs[s]://``, ``wasb[s]://``:
-    ``AzureFileSystem`` (:func:`azure_filesystem_kwargs`); ``hdfs://``: ``HadoopFileSystem``, which
-    needs libhdfs and a Hadoop client on every executor and reads their ``HADOOP_CONF_DIR``. A pure
-    function: no network, no file system is built::
-
-        >>> arrow_target("s3a://logs/db1/mysql-bin.000001", {"fs.s3a.endpoint.region": "eu-west-1"})
-        ArrowTarget(filesystem='S3FileSystem', kwargs={'region': 'eu-west-1'}, path='logs/db1/mysql-bin.000001')
-
-    Raises ``UnsupportedSchemeError`` for any other scheme.
-    """
-    parts = urlsplit(uri)
-    target = _TARGETS.get(parts.scheme.lower())
-    if target is None:
-        known = ", ".join(f"{scheme}://" for scheme in _TARGETS)
-        raise UnsupportedSchemeError(uri, f"Python tasks read local files and {known}, not {parts.scheme}://")
-    if not parts.netloc and parts.scheme.lower() != "hdfs":
-        raise UnsupportedSchemeError(uri, "the URI names no bucket or container")
-    return target(parts, hadoop)
-
-
-@functools.lru_cache(maxsize=64)
-def _bucket_region(bucket: str) -> str | None:
-    """The region of an AWS bucket, asked once per bucket and worker (None when it cannot be told)."""
-    try:
-        return str(pafs.resolve_s3_region(bucket))
-    except OSError:
-        return None  # left to the AWS SDK's region chain; a wrong one fails the read with S3's message
-
-
-@functools.lru_cache(maxsize=64)
-def _arrow_filesystem(name: str, kwargs: tuple[tuple[str, object], ...]) -> pafs.FileSystem:
-    """One file system per class and arguments in each worker process (clients are costly to build)."""
-    return cast(pafs.FileSystem, getattr(pafs, name)(**dict(kwargs)))
-
-
-def open_arrow_input(uri: str, hadoop: Mapping[str, str], *, random_access: bool = False) -> Callable[[], BinaryIO]:
-    """A function opening ``uri`` (any scheme of :func:`arrow_target`) as a binary stream (a
-    seekable file with ``random_access``).
-
-    An S3 bucket outside AWS's default region is found as ``pyarrow.fs.FileSystem.from_uri`` does,
-    when neither a region nor an endpoint is configured. Raises ``UnsupportedSchemeError`` when
-    the installed pyarrow lacks the file system, or HDFS cannot be reached through libhdfs.
-    """
-    target = arrow_target(uri, hadoop)
-    if getattr(pafs, target.filesystem, None) is None:
-        raise UnsupportedSchemeError(uri, f"pyarrow {pa.__version__} has no pyarrow.fs.{target.filesystem}")
-    kwargs = dict(target.kwargs)
-    if target.filesystem == "S3FileSystem" and "region" not in kwargs and "endpoint_override" not in kwargs:
-        region = _bucket_region(target.path.partition("/")[0])
-        if region is not None:
-            kwargs["region"] = region
-    try:
-        filesystem = _arrow_filesystem(target.filesystem, tuple(sorted(kwargs.items())))
-    except OSError as exc:
-        if target.filesystem != "HadoopFileSystem":
-            raise
-        first_line = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-        raise UnsupportedSchemeError(
-            uri,
-            "pyarrow.fs.HadoopFileSystem needs a JVM (JAVA_HOME), libhdfs (HADOOP_HOME or ARROW_LIBHDFS_DIR) "
-            f"and the Hadoop jars (CLASSPATH=$(hadoop classpath --glob)) on every executor: {first_line}",
-        ) from exc
-    if random_access:
-        return lambda: cast(BinaryIO, filesystem.open_input_file(target.path))
-    return lambda: cast(BinaryIO, filesystem.open_input_stream(target.path))
-
-
 __all__ = [
-    "FILESYSTEM_KEYS",
-    "ArrowTarget",
     "Lakehouse",
     "Layer",
     "Persisted",
     "Table",
     "TableRef",
-    "UnsupportedSchemeError",
     "Write",
-    "arrow_target",
-    "azure_filesystem_kwargs",
-    "gcs_filesystem_kwargs",
     "hadoop_filesystem_options",
-    "open_arrow_input",
-    "s3_filesystem_kwargs",
     "small_table_rows",
 ]

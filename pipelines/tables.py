@@ -97,6 +97,9 @@ class TableSpec:
     """Columns besides the key that Delta keeps file statistics for (min, max, nulls: data skipping),
     those reads and analysts filter on; None: Delta's default (the first 32 columns). Statistics
     are computed row by row as files are written, so a large table lists only what pays."""
+    small: bool = False
+    """A table of a few rows per file (bookkeeping, histories, lifecycles): written on the driver whatever
+    the size of the work (:meth:`pipelines.storage.Lakehouse.write`)."""
 
     @property
     def properties(self) -> dict[str, str]:
@@ -106,6 +109,11 @@ class TableSpec:
             wanted = {*self.key, *self.skipping}
             properties[STATS_COLUMNS] = ",".join(c for c in self.names if c in wanted)
         return properties
+
+    @property
+    def folder(self) -> str:
+        """``<layer>/<name>``: where it lives under the lakehouse root, and how task output names it."""
+        return f"{self.layer.value}/{self.name}"
 
     @property
     def schema(self) -> StructType:
@@ -227,6 +235,7 @@ BINLOG_FILES = TableSpec(
         RUN_ID,
     ),
     ("file",),
+    small=True,
 )
 
 EVENT_CLASSES = ("rows", "table_map", "query", "other")
@@ -440,6 +449,7 @@ TABLE_ID_LIFECYCLE = TableSpec(
         RUN_ID,
     ),
     ("file", "table_id"),
+    small=True,
 )
 
 DDL_OBJECT = StructType(
@@ -506,6 +516,7 @@ SCHEMA_HISTORY = TableSpec(
         RUN_ID,
     ),
     ("server", "schema_name", "table_name", "version"),
+    small=True,
 )
 
 # -- gold ----------------------------------------------------------------------------------------
@@ -680,6 +691,7 @@ GATE_RESULTS = TableSpec(
         _nn("checked_at", _TS, "when"),
     ),
     ("run_id", "gate", "check"),
+    small=True,
 )
 
 PROGRESS = TableSpec(
@@ -703,6 +715,7 @@ PROGRESS = TableSpec(
         ),
     ),
     ("layer", "file"),
+    small=True,
     registered=False,
 )
 
@@ -793,6 +806,7 @@ GOLD_PLANS = TableSpec(
     ),
     ("file", "plan_key"),
     registered=False,
+    small=True,
 )
 """What each typed gold table's layout is made of: derived from every file, in binlog order, so that
 the same input set gives the same layout whatever order files arrived in."""

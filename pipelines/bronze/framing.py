@@ -67,6 +67,7 @@ from binlog_core.events import QUERY_SHAPED, body_warnings, decode_body
 from binlog_core.framing import find_transaction_start, iter_events
 from binlog_core.rows import ROWS_KINDS
 from binlog_core.sequence import FileSequence, MapForce, Transaction, table_shape
+from pipelines.quality.rules import FIRST_OFFSETS
 
 STAGE = "bronze"
 
@@ -114,6 +115,9 @@ PREFIX_READ = 8 << 20
 
 SPILL_BYTES = 64 << 20
 """Bytes of event bodies held in memory before waiting events go to local disk."""
+
+LOCATED_OFFSETS = FIRST_OFFSETS
+"""Offsets a walk keeps of each located fact (``FileSummary.located``)."""
 
 
 class EventRow(NamedTuple):
@@ -242,6 +246,10 @@ class FileSummary:
     """Where this walk started: 0 (the start), or the resume offset when the prefix matched."""
     problems: dict[str, int] = field(default_factory=dict)
     """Quarantine rows this walk yielded, by ``"<code> <severity>"``."""
+    located: dict[str, list[int]] = field(default_factory=dict)
+    """The first :data:`LOCATED_OFFSETS` offsets of the events this walk framed that failed their
+    checksum (``checksum_failures``), are of an unknown type (``unknown_events``) or start past where
+    the previous one ended (``offset_gaps``): where the bronze gate's facts are."""
     part: str | None = None
     """A piece's own facts (:class:`PartFacts` as JSON) when this walk framed a :class:`Part`."""
 
@@ -671,9 +679,13 @@ def merge_parts(summaries: list[FileSummary]) -> tuple[FileSummary, list[tuple[i
     merged.last_timestamp = max(lasts, default=None)
     merged.format_descriptions = {o: t for s in ordered for o, t in s.format_descriptions.items()}
     problems: Counter[str] = Counter()
+    located: dict[str, set[int]] = {}
     for s in ordered:
         problems.update(s.problems)
+        for fact, offsets in s.located.items():
+            located.setdefault(fact, set()).update(offsets)
     merged.problems = dict(problems)
+    merged.located = {fact: sorted(offsets)[:LOCATED_OFFSETS] for fact, offsets in located.items()}
     shapes: dict[str, str] = {}
     corrections: list[tuple[int, int | None]] = []
     for piece in facts[:-1]:
@@ -682,6 +694,13 @@ def merge_parts(summaries: list[FileSummary]) -> tuple[FileSummary, list[tuple[i
     corrections += [(o, i) for name, (o, i, digest) in facts[-1].first_maps.items() if shapes.get(name) == digest]
     merged.resume_shapes = {**shapes, **last.resume_shapes}
     return merged, corrections
+
+
+def _locate(summary: FileSummary, fact: str, offset: int) -> None:
+    """Keep ``offset`` among the first offsets of ``fact`` (events come in file order)."""
+    at = summary.located.setdefault(fact, [])
+    if len(at) < LOCATED_OFFSETS and (not at or at[-1] != offset):
+        at.append(offset)
 
 
 def _matches(reader: HashingReader, expected: str | None) -> bool:
@@ -767,6 +786,7 @@ class _Walk:
                     problems.append(checksum_error(ev))
                     quarantined_at = (ev.offset, ev.inner_index)
                     s.checksum_failures += 1
+                    _locate(s, "checksum_failures", ev.offset)
                 elif type_code not in DECODED_ELSEWHERE:
                     try:
                         decoded = decode_body(ev)
@@ -882,8 +902,10 @@ class _Walk:
                 s.last_timestamp = ts
         if type_name.startswith("UNKNOWN_"):
             s.unknown_events += 1
+            _locate(s, "unknown_events", ev.offset)
         if ev.inner_index is None and ev.offset != expected:
             s.offset_gaps += 1
+            _locate(s, "offset_gaps", ev.offset)
 
     def _transaction_opens(self, trx: Transaction, offset: int) -> None:
         """Remember the prefix hash and counters where ``trx`` opened: the resume point while it is open."""

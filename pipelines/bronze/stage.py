@@ -6,15 +6,16 @@
     BronzeStage().write(ctx, out)    # binlog_events and quarantine, then binlog_files
 
 Framing runs in Spark tasks, one file per task (largest first, or a few small files packed
-together), each streaming its file through :func:`pipelines.bronze.framing.frame_file`.  A file
-framed from its start that is larger than its share of the run's bytes over the cores (at least
-:data:`MIN_PIECE_BYTES`) is cut at transaction starts into pieces of about that share, each framed
-by a task of its own (:func:`in_pieces`); their summaries merge into the one a single walk gives,
-and a file whose pieces do not fit together (the state a piece starts in is not the one a single
-walk is in there) is framed again in one piece.  The framed rows are stored on local disk (an
-eager local checkpoint, row by row, so memory does not depend on file or event sizes) and the
-writes read them from there.  The file summaries
-come back to the driver, which decides what only all files together tell:
+together), each streaming its file through :func:`pipelines.bronze.framing.frame_file` and writing
+the events and quarantine rows it frames as files of those tables (not committed yet:
+:mod:`pipelines.staging`), so memory does not depend on file or event sizes and the rows are
+written once.  A file framed from its start that is larger than its share of the run's bytes
+over the cores (at least :data:`MIN_PIECE_BYTES`) is cut at transaction starts into pieces of
+about that share, each framed by a task of its own (:func:`in_pieces`); their summaries merge into
+the one a single walk gives, and a file whose pieces do not fit together (the state a piece starts
+in is not the one a single walk is in there) is framed again in one piece (the pieces' files are
+deleted).  The file summaries, the files written and the few maps whose ``shape_changed`` only a
+single walk tells come back to the driver, which decides what only all files together tell:
 
 * **duplicates**: a file whose content (``content_sha256``: all the bytes framed) equals an
   ingested file's, or another new file's, is the same binlog under another name; the file
@@ -23,6 +24,9 @@ come back to the driver, which decides what only all files together tell:
   (an error when the copy holds more than the file kept);
 * **a truncated first event** in a file that is not the newest of its server's sequence: the
   server was done with that file, so it is ``corrupt`` (an error), not the active binlog.
+
+The gate's facts come from the summaries (counts, and where the first offending events are): no
+event is read again.  Each table is then one Delta commit of the files the tasks wrote.
 
 Idempotence: ``binlog_files`` is written last and is what the next run compares against.
 New and changed files replace all their rows (``file IN (...)``); a grown file replaces its
@@ -33,14 +37,12 @@ rows again.
 
 from __future__ import annotations
 
-import contextlib
 import time
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field, replace
 from typing import Any
 
 import pandas as pd
-from pyspark import StorageLevel
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
@@ -61,22 +63,20 @@ from pipelines.bronze.framing import (
 )
 from pipelines.bronze.transforms import (
     DEFAULT_BATCH_BYTES,
+    EVENT,
+    FILE,
+    STAGED_FILE,
     SUMMARY_FIELDS,
     WALK_FIELDS,
     WORK_ITEMS,
     frame_files,
-    framed_events,
-    framed_file,
-    framed_quarantine,
-    framed_summaries,
     open_binary,
-    shapes_kept,
 )
 from pipelines.progress import file_predicate, quote_literal
-from pipelines.quality.rules import FIRST_OFFSETS
 from pipelines.stage import Built, Context
+from pipelines.staging import Staged, StagedFile
 from pipelines.storage import Write, hadoop_filesystem_options
-from pipelines.tables import BINLOG_EVENTS, BINLOG_FILES, QUARANTINE, Layer
+from pipelines.tables import BINLOG_EVENTS, BINLOG_FILES, QUARANTINE, Layer, TableSpec
 
 MAX_TASKS = 512
 """Most framing tasks per run; beyond it small files share tasks (balanced by size)."""
@@ -91,28 +91,49 @@ FIRST_EVENT_CUT = "TRUNCATED"
 
 @dataclass
 class BronzeOutput(Built):
-    """What a bronze build framed: the event frame on local disk, the ``binlog_files`` rows."""
+    """What a bronze build framed: the events' and quarantine's files, the ``binlog_files`` rows."""
 
-    events: DataFrame | None = None
+    events: Staged | None = None
     binlog_files: list[dict[str, Any]] = field(default_factory=list)
     replace_predicate: str = "false"
     quarantine_predicate: str = "false"
     resumed: dict[str, int] = field(default_factory=dict)
-    framed: DataFrame | None = None
-    checkpoints: list[DataFrame] = field(default_factory=list)
-    """The framing results stored on local disk that ``framed`` reads."""
-    shapes_kept: dict[str, list[tuple[int, int | None]]] = field(default_factory=dict)
-    """By file framed in pieces: the TABLE_MAPs whose ``shape_changed`` is False in a single walk
-    (:func:`pipelines.bronze.framing.merge_parts`)."""
 
-    def release(self) -> None:
-        """Release the framing results stored on local disk (else freed when the session drops them)."""
-        super().release()
-        for checkpoint in self.checkpoints:
-            with contextlib.suppress(Exception):  # another plan shape: Spark's cleaner frees the blocks later
-                checkpoint._jdf.queryExecution().logical().rdd().unpersist(False)
-        self.checkpoints = []
-        self.framed = None
+    def staged(self) -> list[tuple[TableSpec, Staged]]:
+        """The events' and quarantine's files."""
+        return super().staged() + ([(BINLOG_EVENTS, self.events)] if self.events is not None else [])
+
+
+@dataclass
+class _Framed:
+    """What framing tasks handed back: summaries, the files they wrote, the maps the driver writes."""
+
+    summaries: list[dict[str, Any]] = field(default_factory=list)
+    files: list[StagedFile] = field(default_factory=list)
+    maps: list[dict[str, Any]] = field(default_factory=list)
+    kept: dict[str, list[tuple[int, int | None]]] = field(default_factory=dict)
+    """By file framed in pieces: the maps whose ``shape_changed`` a single walk says False."""
+
+    def add(self, rows: list[Any]) -> None:
+        for row in rows:
+            if row.kind == FILE:
+                self.summaries.append(row[FILE].asDict())
+            elif row.kind == STAGED_FILE:
+                self.files.append(StagedFile.of(row[STAGED_FILE]))
+            elif row.kind == EVENT:
+                self.maps.append(row[EVENT].asDict())
+
+    def of(self, table: str) -> tuple[StagedFile, ...]:
+        """The files written for ``table`` (``<layer>/<name>``)."""
+        return tuple(f for f in self.files if f.table == table)
+
+    def drop(self, files: set[str]) -> list[StagedFile]:
+        """Forget what was framed of ``files`` (framed again); the written files holding their rows."""
+        gone = [f for f in self.files if not files.isdisjoint(f.sources)]
+        self.files = [f for f in self.files if files.isdisjoint(f.sources)]
+        self.summaries = [r for r in self.summaries if r["file"] not in files]
+        self.maps = [r for r in self.maps if r["file"] not in files]
+        return gone
 
 
 def replace_predicates(whole: list[str], resumed: dict[str, int]) -> tuple[str, str]:
@@ -308,41 +329,15 @@ def bronze_facts(rows: list[dict[str, Any]], located: dict[str, dict[str, list[i
     return pd.DataFrame(records, columns=[*BRONZE_FACTS, *(f"{name}_at" for name in BRONZE_FACTS[1:])])
 
 
-def located_problems(framed: DataFrame, files: list[str]) -> dict[str, dict[str, list[int]]]:
-    """File -> fact -> the first offsets (:data:`FIRST_OFFSETS`) of the events failing their checksum,
-    of unknown type, or starting past where the previous one ended, in the framed rows of ``files``.
-
-    One Spark job over what bronze framed (no table is read); run only for files whose summary
-    counted such events.  An event after a gap is one whose offset no other event of the file ends at
-    (the file's first framed event aside).
-    """
-    events = framed.where(F.col("kind") == "event").select("event.*").where(F.col("file").isin(files))
-    outer = events.where(F.col("inner_index").isNull()).select("file", "offset", "event_size")
-    ends = outer.select(F.col("file").alias("e_file"), (F.col("offset") + F.col("event_size")).alias("e_end"))
-    first = outer.groupBy(F.col("file").alias("f_file")).agg(F.min("offset").alias("f_first"))
-    after_gap = (
-        outer.join(ends, (F.col("file") == F.col("e_file")) & (F.col("offset") == F.col("e_end")), "left_anti")
-        .join(first, F.col("file") == F.col("f_file"))
-        .where(F.col("offset") != F.col("f_first"))
-        .select("file", "offset", F.lit("offset_gaps").alias("fact"))
-    )
-    flagged = events.select(
-        "file",
-        "offset",
-        F.when(F.col("checksum_ok") == F.lit(False), F.lit("checksum_failures"))
-        .when(F.col("event_type_name").startswith("UNKNOWN_"), F.lit("unknown_events"))
-        .alias("fact"),
-    ).where(F.col("fact").isNotNull())
-    rows = (
-        flagged.unionByName(after_gap)
-        .groupBy("file", "fact")
-        .agg(F.slice(F.array_sort(F.collect_set("offset")), 1, FIRST_OFFSETS).alias("offsets"))
-        .collect()
-    )
-    located: dict[str, dict[str, list[int]]] = defaultdict(dict)
-    for row in rows:
-        located[row.file][row.fact] = [int(o) for o in row.offsets]
-    return dict(located)
+def corrected_maps(maps: list[dict[str, Any]], kept: dict[str, list[tuple[int, int | None]]]) -> list[dict[str, Any]]:
+    """The maps a piece's task handed back (the first of each table in a piece after the first), with
+    ``shape_changed`` False where a single walk says so (``kept``: by file,
+    :func:`pipelines.bronze.framing.merge_parts`)."""
+    places = {(file, offset, inner) for file, at in kept.items() for offset, inner in at}
+    return [
+        {**row, "shape_changed": False} if (row["file"], row["offset"], row["inner_index"]) in places else row
+        for row in maps
+    ]
 
 
 class BronzeStage:
@@ -365,6 +360,7 @@ class BronzeStage:
             {name: getattr(_unlisted_summary(f), name) for name in SUMMARY_FIELDS} for f in unreadable
         ]
         out = BronzeOutput(files=[])
+        framed = _Framed()
         if items:
             started = time.monotonic()
             options = hadoop_filesystem_options(spark)
@@ -372,45 +368,55 @@ class BronzeStage:
             cut = [w.file for w in work if w.part is not None]
             if cut:
                 ctx.say(f"{len(set(cut))} large file(s) in {len(cut)} pieces, one task each")
-            framed = self._frame(ctx, out, work, options)
-            rows, again, out.shapes_kept = whole_summaries(
-                [row.asDict() for row in framed.transform(framed_summaries).collect()]
-            )
-            if again:  # pieces that do not fit together: those files are framed again in one walk
+            framed.add(self._frame(ctx, work, options))
+            again = whole_summaries(framed.summaries)[1]
+            if again:  # pieces that do not fit together: those files (and any sharing their tasks' files) again
+                gone = framed.drop(again)
+                again |= {source for f in gone for source in f.sources}
+                gone += framed.drop(again)
+                self._discard(ctx, gone)
                 ctx.say(f"framing {len(again)} file(s) again in one piece")
-                whole = self._frame(ctx, out, [item for item in items if item.file in again], options)
-                rows += [row.asDict() for row in whole.transform(framed_summaries).collect()]
-                framed = framed.where(~framed_file().isin(sorted(again))).unionByName(whole)
-            out.framed = framed
-            summaries += rows
+                framed.add(self._frame(ctx, [item for item in items if item.file in again], options))
+            merged, _, framed.kept = whole_summaries(framed.summaries)
+            summaries += merged
             ctx.say(f"framed {len(summaries)} file(s) in {time.monotonic() - started:.1f}s")
         if not summaries:
             return out
-        self._decide(ctx, out, summaries, found, [f.file for f in unreadable])
+        self._decide(ctx, out, summaries, found, [f.file for f in unreadable], framed)
         return out
 
-    def _frame(self, ctx: Context, out: BronzeOutput, work: list[WorkItem], options: dict[str, str]) -> DataFrame:
-        """Frame ``work`` in Spark tasks; the result stored on local disk, framed once, here."""
+    def _frame(self, ctx: Context, work: list[WorkItem], options: dict[str, str]) -> list[Any]:
+        """Frame ``work`` in Spark tasks, which write the events and quarantine rows; what they hand back."""
         spark = ctx.spark
-        framed = (
+        return (
             work_frame(spark, work)
             .transform(
                 frame_files(
+                    ctx.lake.target(BINLOG_EVENTS),
+                    ctx.lake.target(QUARANTINE),
+                    ctx.run_id,
                     verify_checksums=ctx.cfg.decoder.verify_checksums,
                     batch_rows=max(1, int(spark.conf.get("spark.sql.execution.arrow.maxRecordsPerBatch") or 10_000)),
                     batch_bytes=DEFAULT_BATCH_BYTES,
                     filesystem_options=options,
                 )
             )
-            # rows are stored one by one on local disk (a cache's column batches would hold 10 000
-            # rows, however large their bodies, in memory); eager: framing runs here, once
-            .localCheckpoint(eager=True, storageLevel=StorageLevel.DISK_ONLY)
+            .collect()
         )
-        out.checkpoints.append(framed)
-        return framed
+
+    def _discard(self, ctx: Context, files: list[StagedFile]) -> None:
+        """Delete written files that are not to be committed."""
+        for spec in (BINLOG_EVENTS, QUARANTINE):
+            ctx.lake.discard(spec, Staged(tuple(f for f in files if f.table == spec.folder)))
 
     def _decide(
-        self, ctx: Context, out: BronzeOutput, summaries: list[dict[str, Any]], found: Discovery, unlisted: list[str]
+        self,
+        ctx: Context,
+        out: BronzeOutput,
+        summaries: list[dict[str, Any]],
+        found: Discovery,
+        unlisted: list[str],
+        framed: _Framed,
     ) -> None:
         pattern = ctx.cfg.input.server_pattern
         rows = [_file_row(s, pattern, ctx.run_id) for s in summaries]
@@ -456,38 +462,25 @@ class BronzeStage:
         out.binlog_files = rows
         out.resumed = resumed
         out.replace_predicate, out.quarantine_predicate = replace_predicates(whole, resumed)
-        flagged = [r["file"] for r in rows if any(r[name] for name in LOCATED)]
-        located = located_problems(out.framed, flagged) if flagged and out.framed is not None else {}
-        out.facts = {"files": bronze_facts(rows, located)}
+        out.facts = {"files": bronze_facts(rows, {s["file"]: dict(s.get("located") or {}) for s in summaries})}
         before = {item.file: item.resume.counts.get("event_count", 0) for item in found.work if item.resume is not None}
         out.counts = {
             "events_framed": sum(int(r["event_count"]) for r in rows if r["status"] != DUPLICATE)
             - sum(before.get(s["file"], 0) for s in summaries if s["resumed_from"])
         }
-        spark = ctx.spark
-        extra_rows = spark.createDataFrame([(*q, ctx.run_id) for q in extra], QUARANTINE.schema)
-        if out.framed is None:
-            out.events = spark.createDataFrame([], BINLOG_EVENTS.schema)
-            out.quarantine = extra_rows
-            return
-        events = out.framed.transform(framed_events(ctx.run_id))
-        if out.shapes_kept:
-            events = events.transform(shapes_kept(out.shapes_kept))
-        if duplicates:
-            events = events.where(~F.col("file").isin(duplicates))
-        out.events = events
-        quarantine = out.framed.transform(framed_quarantine(ctx.run_id))
+        events, quarantine = Staged(framed.of(BINLOG_EVENTS.folder)), Staged(framed.of(QUARANTINE.folder))
+        if duplicates:  # their rows are the originals'
+            for staged in (events, quarantine):
+                self._discard(ctx, [f for f in staged.files if set(f.sources) <= set(duplicates)])
+            events, quarantine = events.without(duplicates), quarantine.without(duplicates)
         if cut_first:
-            first_cut = F.col("file").isin(cut_first) & (F.col("code") == FIRST_EVENT_CUT)
-            message = F.concat(
-                F.col("message"),
-                F.lit(": the first event claims more bytes than the file has, and newer files of its server exist"),
-            )
-            quarantine = quarantine.withColumn("severity", F.when(first_cut, F.lit(ERROR)).otherwise(F.col("severity")))
-            quarantine = quarantine.withColumn("message", F.when(first_cut, message).otherwise(F.col("message")))
-        if duplicates:
-            quarantine = quarantine.where(~F.col("file").isin(duplicates))
-        out.quarantine = quarantine.unionByName(extra_rows)
+            quarantine = quarantine.changed(_first_event_cut(cut_first))
+        maps = [{**m, "run_id": ctx.run_id} for m in corrected_maps(framed.maps, framed.kept)]
+        events = events.adding(ctx.lake.stage_rows(BINLOG_EVENTS, [m for m in maps if m["file"] not in duplicates]))
+        problems = [{**q._asdict(), "run_id": ctx.run_id} for q in extra]
+        quarantine = quarantine.adding(ctx.lake.stage_rows(QUARANTINE, problems))
+        out.events = events
+        out.quarantine = quarantine
 
     def write(self, ctx: Context, out: BronzeOutput) -> None:
         """Events and quarantine rows, then ``binlog_files`` (last: it marks the files done)."""
@@ -507,6 +500,23 @@ class BronzeStage:
         state.update_files(out.binlog_files)
 
 
+def _first_event_cut(files: list[str]) -> Any:
+    """``quarantine -> quarantine``: the ``TRUNCATED`` rows of ``files`` (a first event cut in a file that
+    is not its server's newest) as errors, saying why."""
+    first_cut = F.col("file").isin(files) & (F.col("code") == FIRST_EVENT_CUT)
+    message = F.concat(
+        F.col("message"),
+        F.lit(": the first event claims more bytes than the file has, and newer files of its server exist"),
+    )
+
+    def transform(quarantine: DataFrame) -> DataFrame:
+        return quarantine.withColumn(
+            "severity", F.when(first_cut, F.lit(ERROR)).otherwise(F.col("severity"))
+        ).withColumn("message", F.when(first_cut, message).otherwise(F.col("message")))
+
+    return transform
+
+
 def _changed(listed: ListedFile, previous: dict[str, Any] | None) -> bool:
     return (
         previous is None
@@ -521,8 +531,8 @@ __all__ = [
     "BronzeStage",
     "bronze_facts",
     "byte_size",
+    "corrected_maps",
     "decide_duplicates",
-    "located_problems",
     "newest_in_sequence",
     "replace_predicates",
     "work_frame",

@@ -1,17 +1,18 @@
-"""Bronze transforms: frame the files of a work list in Spark tasks, split the result into the tables.
+"""Bronze transforms: frame the files of a work list in Spark tasks, each task writing the rows of
+``binlog_events`` and ``quarantine`` it frames into their tables' folders.
 
 :func:`frame_files` maps a frame of work items (``WORK_ITEMS``: one row per file to (re)frame,
-with where to resume) to one frame of ``FRAMED`` rows with ``mapInArrow``.  Each task opens its
+with where to resume) to a small frame of ``OUTPUT`` rows with ``mapInArrow``.  Each task opens its
 files itself -- a local path or ``file:`` URI with ``open``, an object-store or HDFS URI with
 ``pyarrow.fs`` configured from the job's Hadoop settings (:func:`open_binary`) -- and streams them
-through :func:`pipelines.bronze.framing.frame_file`; file contents never travel through Spark,
-only the framed rows do, in Arrow batches of bounded size (``batch_rows`` rows or ``batch_bytes``
-of bodies, whichever comes first).
-
-``FRAMED`` is a union: ``kind`` (``event`` | ``quarantine`` | ``file``) and one struct column
-per kind, null in the other kinds' rows.  :func:`framed_events` and :func:`framed_quarantine`
-select one kind with exactly the schema of its table; the file summaries are collected by the
-stage, which decides duplicates before writing ``binlog_files``.
+through :func:`pipelines.bronze.framing.frame_file` (:func:`frame_batches`: Arrow batches of the
+``FRAMED`` union, ``batch_rows`` rows or ``batch_bytes`` of bodies at most); :func:`staged_framing`
+writes their events and quarantine rows as Parquet files of those tables
+(:class:`pipelines.staging.TableWriter`).  Neither file contents nor events travel through Spark:
+only what the driver decides with comes back (``OUTPUT``): the file summaries, the files written
+(``staged``), and the few TABLE_MAP events whose ``shape_changed`` only the pieces before them tell
+(the first map of each table in a piece of a file framed in pieces: ``event``), which the driver
+corrects and writes with the rest (:func:`pipelines.bronze.framing.merge_parts`).
 """
 
 from __future__ import annotations
@@ -22,14 +23,25 @@ from typing import Any, BinaryIO, cast
 from urllib.parse import urlparse
 
 import pyarrow as pa
-from pyspark.sql import Column, DataFrame
-from pyspark.sql import functions as F
+import pyarrow.compute as pc
+from pyspark.sql import DataFrame
 from pyspark.sql.pandas.types import to_arrow_schema
-from pyspark.sql.types import LongType, MapType, StringType, StructField, StructType, TimestampType
+from pyspark.sql.types import ArrayType, LongType, MapType, StringType, StructField, StructType, TimestampType
 
-from pipelines.bronze.framing import EventRow, FileSummary, Part, QuarantineRow, ResumePoint, frame_file
-from pipelines.storage import open_arrow_input
-from pipelines.tables import BINLOG_EVENTS, BINLOG_FILES, QUARANTINE, conform
+from binlog_core.constants import EventType
+from pipelines.bronze.framing import (
+    MAGIC_LEN,
+    EventRow,
+    FileSummary,
+    Part,
+    PartFacts,
+    QuarantineRow,
+    ResumePoint,
+    frame_file,
+)
+from pipelines.filesystems import open_arrow_input
+from pipelines.staging import STAGED, TableTarget, TableWriter, staged_rows
+from pipelines.tables import BINLOG_EVENTS, BINLOG_FILES, QUARANTINE
 from pipelines.workers import rarely_collected
 
 WORK_ITEMS = StructType(
@@ -54,6 +66,7 @@ FILE_SUMMARY = StructType(
         *(StructField(f.name, f.dataType, True) for f in BINLOG_FILES.schema.fields if f.name in FileSummary.__slots__),
         StructField("resumed_from", LongType(), True),
         StructField("problems", MapType(StringType(), LongType(), True), True),
+        StructField("located", MapType(StringType(), ArrayType(LongType(), True), True), True),
         StructField("part", StringType(), True),
     ]
 )
@@ -61,7 +74,7 @@ FILE_SUMMARY = StructType(
 
 SUMMARY_FIELDS = [f.name for f in FILE_SUMMARY.fields]
 
-WALK_FIELDS = ("resumed_from", "problems", "part")
+WALK_FIELDS = ("resumed_from", "problems", "located", "part")
 """Summary fields about the walk itself, which ``binlog_files`` does not keep."""
 
 EVENT = "event"
@@ -78,6 +91,19 @@ FRAMED = StructType(
 )
 """What framing yields: one row per event, quarantine item or file, told apart by ``kind``."""
 
+STAGED_FILE = "staged"
+
+OUTPUT = StructType(
+    [
+        StructField("kind", StringType(), False),
+        StructField(EVENT, FRAMED[EVENT].dataType, True),
+        StructField(FILE, FILE_SUMMARY, True),
+        StructField(STAGED_FILE, STAGED, True),
+    ]
+)
+"""What a framing task hands back (``kind``: ``file`` summaries, ``staged`` files it wrote, and the
+``event`` rows of the TABLE_MAPs the driver writes itself)."""
+
 DEFAULT_BATCH_ROWS = 10_000
 DEFAULT_BATCH_BYTES = 16 << 20
 
@@ -93,8 +119,8 @@ def open_binary(
     (:func:`pipelines.storage.hadoop_filesystem_options`): ``s3a://``/``s3://``/``s3n://`` with
     ``S3FileSystem``, ``gs://`` with ``GcsFileSystem``, ``abfs[s]://``/``wasb[s]://`` with
     ``AzureFileSystem``, ``hdfs://`` with ``HadoopFileSystem`` (see
-    :func:`pipelines.storage.arrow_target`). Other schemes raise
-    :class:`pipelines.storage.UnsupportedSchemeError` naming the file.
+    :func:`pipelines.filesystems.arrow_target`). Other schemes raise
+    :class:`pipelines.filesystems.UnsupportedSchemeError` naming the file.
 
     >>> with open_binary("file:/var/log/mysql/mysql-bin.000001")() as stream:
     ...     magic = stream.read(4)
@@ -256,7 +282,87 @@ def _task_scratch() -> str | None:
         return None
 
 
+def _rows_of(batch: pa.RecordBatch, kind: str, run_id: str) -> pa.Table:
+    """The ``kind`` struct of a ``FRAMED`` batch as rows of its table, with the run id."""
+    rows = pa.Table.from_batches([pa.RecordBatch.from_struct_array(batch.column(kind))])
+    return rows.append_column("run_id", pa.array([run_id] * rows.num_rows, type=pa.string()))
+
+
+_OUTPUT = to_arrow_schema(OUTPUT, timezone="UTC")
+
+
+def _output(kind: str, values: pa.Array) -> pa.RecordBatch:
+    """An ``OUTPUT`` batch of one kind."""
+    n = len(values)
+    arrays = [values if f.name == kind else pa.nulls(n, f.type) for f in _OUTPUT]
+    arrays[0] = pa.array([kind] * n, type=pa.string())
+    return pa.RecordBatch.from_arrays(arrays, schema=_OUTPUT)
+
+
+def _map_places(part: str | None) -> set[tuple[int, int | None]] | None:
+    """The first map of each table of a piece after a file's first (``FileSummary.part``; None: not
+    such a piece)."""
+    if part is None:
+        return None
+    facts = PartFacts.from_json(part)
+    if facts.start <= MAGIC_LEN:
+        return None
+    return {(offset, inner) for offset, inner, _digest in facts.first_maps.values()}
+
+
+def staged_framing(
+    framed: Iterator[pa.RecordBatch], events: TableTarget, quarantine: TableTarget, run_id: str
+) -> Iterator[pa.RecordBatch]:
+    """``FRAMED`` batches -> ``OUTPUT`` batches: events and quarantine rows written into their tables'
+    files, summaries handed back, then the files written.  The TABLE_MAP events whose shape changed
+    wait until their file's summary tells whether they are the first map of their table in a piece
+    after the first: those are handed back (``event``), the others written."""
+    writers = {EVENT: TableWriter(events), QUARANTINED: TableWriter(quarantine)}
+    waiting: list[pa.Table] = []
+    try:
+        for batch in framed:
+            kind = batch.column("kind")[0].as_py() if batch.num_rows else None
+            if kind == EVENT:
+                rows = _rows_of(batch, EVENT, run_id)
+                changed = pc.and_(
+                    pc.equal(rows.column("event_type"), int(EventType.TABLE_MAP)),
+                    pc.fill_null(rows.column("shape_changed"), False),
+                )
+                if pc.any(changed).as_py():
+                    waiting.append(rows.filter(changed))
+                    rows = rows.filter(pc.invert(changed))
+                writers[EVENT].write(rows)
+            elif kind == QUARANTINED:
+                writers[QUARANTINED].write(_rows_of(batch, QUARANTINED, run_id))
+            elif kind == FILE:
+                for row in batch.column(FILE).to_pylist():
+                    places = _map_places(row["part"])
+                    held = pa.concat_tables(waiting) if waiting else None
+                    waiting = []
+                    if held is not None and places:
+                        keys = zip(held["offset"].to_pylist(), held["inner_index"].to_pylist(), strict=True)
+                        mine = pa.array([key in places for key in keys], type=pa.bool_())
+                        handed = held.filter(mine).drop_columns(["run_id"])
+                        if handed.num_rows:
+                            yield _output(EVENT, handed.to_struct_array().combine_chunks())
+                        held = held.filter(pc.invert(mine))
+                    if held is not None:
+                        writers[EVENT].write(held)
+                yield _output(FILE, batch.column(FILE))
+        for writer in writers.values():
+            files = writer.close()
+            if files:
+                yield _output(STAGED_FILE, staged_rows(files))
+    except BaseException:
+        for writer in writers.values():
+            writer.abort()
+        raise
+
+
 def frame_files(
+    events: TableTarget,
+    quarantine: TableTarget,
+    run_id: str,
     *,
     verify_checksums: bool = True,
     batch_rows: int = DEFAULT_BATCH_ROWS,
@@ -264,7 +370,8 @@ def frame_files(
     filesystem_options: Mapping[str, str] | None = None,
     spill_dir: str | None = None,
 ) -> Callable[[DataFrame], DataFrame]:
-    """``WORK_ITEMS`` -> ``FRAMED``: frame each file in the task holding its work item.
+    """``WORK_ITEMS`` -> ``OUTPUT``: frame each file in the task holding its work item, its events and
+    quarantine rows written into the files of ``events`` and ``quarantine`` (run ``run_id``).
 
     ``filesystem_options`` (plain data, shipped with the tasks) are the Hadoop settings for
     reading object-store URIs, from :func:`pipelines.storage.hadoop_filesystem_options` on the driver.
@@ -272,7 +379,7 @@ def frame_files(
     options = dict(filesystem_options or {})
 
     def run(items: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        return frame_batches(
+        framed = frame_batches(
             items,
             verify_checksums=verify_checksums,
             batch_rows=batch_rows,
@@ -280,86 +387,27 @@ def frame_files(
             filesystem_options=options,
             spill_dir=spill_dir or _task_scratch(),
         )
+        return staged_framing(framed, events, quarantine, run_id)
 
     def transform(work: DataFrame) -> DataFrame:
-        return work.mapInArrow(run, FRAMED)
+        return work.mapInArrow(run, OUTPUT)
 
     return transform
-
-
-def _kind(kind: str) -> Callable[[DataFrame], DataFrame]:
-    def transform(framed: DataFrame) -> DataFrame:
-        return framed.where(F.col("kind") == kind).select(f"{kind}.*")
-
-    return transform
-
-
-def framed_events(run_id: str) -> Callable[[DataFrame], DataFrame]:
-    """The ``binlog_events`` rows of a ``FRAMED`` frame, written by run ``run_id``."""
-
-    def transform(framed: DataFrame) -> DataFrame:
-        events = framed.transform(_kind(EVENT)).withColumn("run_id", F.lit(run_id))
-        return events.transform(conform(BINLOG_EVENTS))
-
-    return transform
-
-
-def framed_quarantine(run_id: str) -> Callable[[DataFrame], DataFrame]:
-    """The ``quarantine`` rows of a ``FRAMED`` frame, written by run ``run_id``."""
-
-    def transform(framed: DataFrame) -> DataFrame:
-        rows = framed.transform(_kind(QUARANTINED)).withColumn("run_id", F.lit(run_id))
-        return rows.transform(conform(QUARANTINE))
-
-    return transform
-
-
-def framed_file() -> Column:
-    """The file a ``FRAMED`` row belongs to, whatever its kind."""
-    return F.coalesce(F.col(f"{EVENT}.file"), F.col(f"{QUARANTINED}.file"), F.col(f"{FILE}.file"))
-
-
-def shapes_kept(kept: Mapping[str, list[tuple[int, int | None]]]) -> Callable[[DataFrame], DataFrame]:
-    """``binlog_events -> binlog_events`` with ``shape_changed`` False for the maps of ``kept``
-    (by file: ``(offset, inner_index)``), the first map of a table in a piece of a file framed in
-    pieces whose shape is the one the pieces before it ended with (see
-    :func:`pipelines.bronze.framing.merge_parts`)."""
-    by_place: dict[tuple[str, int | None], list[int]] = {}
-    for file, places in kept.items():
-        for offset, inner_index in places:
-            by_place.setdefault((file, inner_index), []).append(offset)
-    kept_here = F.lit(False)
-    for (file, inner_index), offsets in sorted(by_place.items(), key=str):
-        inner = F.col("inner_index").isNull() if inner_index is None else F.col("inner_index") == inner_index
-        kept_here = kept_here | ((F.col("file") == file) & inner & F.col("offset").isin(sorted(offsets)))
-
-    def transform(events: DataFrame) -> DataFrame:
-        return events.withColumn("shape_changed", F.when(kept_here, F.lit(False)).otherwise(F.col("shape_changed")))
-
-    return transform
-
-
-def framed_summaries(framed: DataFrame) -> DataFrame:
-    """The file summaries of a ``FRAMED`` frame (schema ``FILE_SUMMARY``)."""
-    return framed.transform(_kind(FILE))
 
 
 __all__ = [
     "FILE_SUMMARY",
     "FRAMED",
+    "OUTPUT",
     "SUMMARY_FIELDS",
     "WALK_FIELDS",
     "WORK_ITEMS",
     "frame_batches",
     "frame_files",
-    "framed_events",
-    "framed_file",
-    "framed_quarantine",
-    "framed_summaries",
     "open_binary",
     "part_json",
     "part_of",
     "resume_json",
     "resume_point",
-    "shapes_kept",
+    "staged_framing",
 ]

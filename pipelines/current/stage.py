@@ -661,7 +661,11 @@ class _GoldRows:
             return cls(ctx.lake, {}, frozenset(), frozenset())
         fresh = frozenset(handed.files)
         gold = ctx.state.progress(Layer.GOLD)
-        built = {name: frame for name, (_spec, frame) in handed.tables.items()}
+        built = {
+            name: frame
+            for name, (spec, _staged) in handed.tables.items()
+            if (frame := ctx.lake.written_frame(spec)) is not None
+        }
         complete = frozenset(
             name for name in built if all(f in fresh for f, row in gold.items() if (row.get("counts") or {}).get(name))
         )

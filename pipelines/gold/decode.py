@@ -56,7 +56,6 @@ from binlog_core.table_map import Column, TableMap, decode_table_map
 from pipelines.gold.columns import completed_columns
 from pipelines.gold.types import column_kind, conversion_of
 from pipelines.tables import XID_TYPE
-from pipelines.workers import rarely_collected
 
 _NAMES = ArrayType(StringType(), True)
 _STR, _LONG, _INT = StringType(), LongType(), IntegerType()
@@ -296,6 +295,7 @@ class _Ready:
     fde: FormatDescription
     columns: tuple[Column, ...]
     names: list[str]
+    kinds: list[str]
     table: int
     width: int
     routes: list[tuple[int, int | None, Convert | None, ConvertRaw | None]]
@@ -357,6 +357,7 @@ class GoldDecoder:
         self.descriptions = descriptions or {}
         self.options = options or DecodeOptions()
         self.schema = to_arrow_schema(decoded_schema(images), timezone="UTC")
+        self.common_schema = pa.schema(list(self.schema)[: len(COMMON.fields)])
         self.image_types = [self.schema.field(f"t{i}").type for i in range(len(images))]
         self.widths = [len(image.fields) for image in images]
         self._ready: dict[str, _Ready] = {}
@@ -389,6 +390,7 @@ class GoldDecoder:
                 fde,
                 columns,
                 [c.display_name for c in columns],
+                kinds,
                 plan.table,
                 self.widths[plan.table],
                 routes,
@@ -410,6 +412,11 @@ class GoldDecoder:
 
     def decode_batch(self, batch: pa.RecordBatch) -> Iterator[pa.RecordBatch]:
         """Decode every rows event of a batch; one output batch per gold table met (and problems)."""
+        for table, rows in sorted(self._decode(batch).items()):
+            yield self._batch(batch, table, rows)
+
+    def _decode(self, batch: pa.RecordBatch) -> dict[int, _Rows]:
+        """The output rows of a batch by gold table (-1: the problems)."""
         bodies = batch.column("body").to_pylist()
         types = batch.column("event_type").to_pylist()
         keys = batch.column("plan_key").to_pylist()
@@ -469,8 +476,28 @@ class GoldDecoder:
                         table_id=table_id,
                         event_first=n == 0 and not pairs,
                     )
-        for table, rows in sorted(out.items()):
-            yield self._batch(batch, table, rows)
+        return out
+
+    def decode_tables(self, batch: pa.RecordBatch) -> Iterator[Decoded]:
+        """Decode every rows event of a batch: for each gold table met (and the problems), its rows'
+        :data:`COMMON` columns, typed images and plans (:class:`Decoded`), without the union's other
+        tables' columns."""
+        for table, rows in sorted(self._decode(batch).items()):
+            common = pa.RecordBatch.from_arrays(self._common(batch, table, rows), schema=self.common_schema)
+            if table < 0:
+                yield Decoded(table, common, None, None)
+            else:
+                images = self._images(rows, self.image_types[table])
+                yield Decoded(table, common, images, pa.array(rows.plans, type=pa.int32()))
+
+    def plan_columns(self) -> tuple[pa.Array, pa.Array]:
+        """The column names and gold kinds of every plan decoded so far, by ordinal."""
+        names = self._per_plan.get("column_names")
+        kinds = self._per_plan.get("column_kinds")
+        if names is None or kinds is None:
+            names = self._per_plan["column_names"] = pa.array([r.names for r in self.readies], type=_NAMES_ARROW)
+            kinds = self._per_plan["column_kinds"] = pa.array([r.kinds for r in self.readies], type=_NAMES_ARROW)
+        return names, kinds
 
     def _header_without_map(self, body: bytes, type_code: int, fde_at: tuple[str, int | None]) -> None:
         """Decode the post-header of a rows event with no plan, as the decoder does before it looks
@@ -481,12 +508,25 @@ class GoldDecoder:
             decode_rows_header(body, type_code, self.fde(text))
 
     def _batch(self, batch: pa.RecordBatch, table: int, rows: _Rows) -> pa.RecordBatch:
+        """The union batch of one table's rows (:func:`decoded_schema`)."""
+        n = len(rows.events)
+        arrays = self._common(batch, table, rows)
+        for arrow_field in self.schema:
+            name = arrow_field.name
+            if name.startswith("t") and name[1:].isdigit():
+                if int(name[1:]) != table:
+                    arrays.append(pa.nulls(n, type=arrow_field.type))
+                else:
+                    arrays.append(self._images(rows, arrow_field.type))
+        return pa.RecordBatch.from_arrays(arrays, schema=self.schema)
+
+    def _common(self, batch: pa.RecordBatch, table: int, rows: _Rows) -> list[pa.Array]:
+        """The :data:`COMMON` columns of one table's rows."""
         n = len(rows.events)
         values = rows.columns()
         take = pa.array(rows.events, type=pa.int32())
-        schema = self.schema
         arrays: list[pa.Array] = []
-        for arrow_field in schema:
+        for arrow_field in self.common_schema:
             name = arrow_field.name
             if name in PASSED:
                 arrays.append(batch.column(name).take(take))
@@ -506,17 +546,11 @@ class GoldDecoder:
                     arrays.append(self.per_plan(name, arrow_field.type).take(pa.array(rows.plans, type=pa.int32())))
                 else:
                     arrays.append(pa.nulls(n, type=arrow_field.type))
-            elif name.startswith("t") and name[1:].isdigit():
-                index = int(name[1:])
-                if index != table:
-                    arrays.append(pa.nulls(n, type=arrow_field.type))
-                else:
-                    arrays.append(self._images(rows, arrow_field.type))
             elif name in values:
                 arrays.append(pa.array(values[name], type=arrow_field.type))
             else:
                 arrays.append(pa.nulls(n, type=arrow_field.type))
-        return pa.RecordBatch.from_arrays(arrays, schema=schema)
+        return arrays
 
     def _images(self, rows: _Rows, struct_type: pa.StructType) -> pa.Array:
         sides = []
@@ -530,6 +564,21 @@ class GoldDecoder:
             sides.append(pa.StructArray.from_arrays(children, fields=list(image_type), mask=mask))
         return pa.StructArray.from_arrays(sides, fields=list(struct_type))
 
+
+@dataclass(frozen=True)
+class Decoded:
+    """One gold table's rows of an input batch (``table`` -1: the problems, without images)."""
+
+    table: int
+    common: pa.RecordBatch
+    """:data:`COMMON` columns."""
+    images: pa.StructArray | None
+    """``struct<before, after>`` of the table's typed images."""
+    plans: pa.Array | None
+    """Each change's plan, by its ordinal among the plans decoded (:meth:`GoldDecoder.plan_columns`)."""
+
+
+_NAMES_ARROW = pa.list_(pa.string())
 
 PER_PLAN: dict[str, Callable[[_Ready], object]] = {
     "schema_name": lambda ready: ready.table_map.schema,
@@ -629,25 +678,6 @@ def _undecoded(image: Row | None, names: list[str]) -> list[str] | None:
     return [name for name, value in zip(names, image, strict=False) if type(value) in _OTHER_FORMS]
 
 
-def decode_partition(
-    plans: Mapping[str, Plan],
-    images: Sequence[StructType],
-    tables: Sequence[str],
-    servers: Mapping[str, str],
-    options: DecodeOptions,
-    descriptions: Mapping[tuple[str, int], str] | None = None,
-) -> Callable[[Iterable[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
-    """The ``mapInArrow`` function: decode each batch of a partition with one :class:`GoldDecoder`."""
-
-    @rarely_collected
-    def run(batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        decoder = GoldDecoder(plans, images, tables, servers, options, descriptions)
-        for batch in batches:
-            yield from decoder.decode_batch(batch)
-
-    return run
-
-
 __all__ = [
     "COMMON",
     "CONVERTERS",
@@ -656,9 +686,9 @@ __all__ = [
     "PLAN_COLUMNS",
     "RAW_CONVERTERS",
     "ROWS_INPUT",
+    "Decoded",
     "GoldDecoder",
     "Plan",
-    "decode_partition",
     "decoded_schema",
     "table_map_of",
 ]

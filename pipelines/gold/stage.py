@@ -10,10 +10,11 @@ has still to build waits), and:
 2. joins the bronze rows events (only that partition is read) with the maps' keys on the map
    position bronze recorded -- an equi-join against a broadcast key table, no sort;
 3. decodes each rows event once, in Spark's Python workers, straight into typed Arrow for its
-   gold table and the JSON of ``changes`` (:mod:`pipelines.gold.decode`); the events of more than
-   :data:`DECODE_GROUP` tables are decoded in groups of tables, so a decode's rows stay as narrow,
-   and a typed table's write reads as few of them, however many tables the files change;
-4. writes ``changes`` and every typed table from that decode.
+   gold table and the JSON of ``changes`` (:mod:`pipelines.gold.decode`), and the same task writes
+   every gold table's files, ``changes`` and the quarantine from that decode
+   (:mod:`pipelines.gold.write`): one Spark job, whatever the number of tables, and nothing
+   decoded is stored or scanned again; the tasks hand back the files and the gate's counts;
+4. commits each table's files in one Delta commit.
 
 ``write`` replaces every row of those files in each table (so re-runs write the same rows),
 clears them from gold tables the new build no longer fills (a file rebuilt so that it no longer
@@ -29,7 +30,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import pandas as pd
-from pyspark.sql import Column, DataFrame
+from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.types import StructType
 
@@ -37,25 +38,16 @@ from binlog_core.charsets import CHARSET_CODECS
 from binlog_core.columns import DecodeOptions
 from conf.models import AppConfig
 from pipelines.bronze.framing import DUPLICATE
-from pipelines.gold.decode import COMMON, HISTORY_FIELDS, PLAN_COLUMNS, Plan, table_map_of
+from pipelines.gold.decode import HISTORY_FIELDS, Plan, table_map_of
 from pipelines.gold.names import gold_table_name
-from pipelines.gold.transforms import (
-    TableLayout,
-    changes_of,
-    decode_rows_events,
-    facts_of,
-    problems_of,
-    rows_input,
-    table_layout,
-    typed_of,
-    with_row_counts,
-)
+from pipelines.gold.transforms import TableLayout, rows_input, table_layout, with_row_counts
 from pipelines.gold.types import column_kind
+from pipelines.gold.write import FACTS, OUTPUT, STAGED_FILE, GoldTargets, staged_decode
 from pipelines.progress import file_predicate
 from pipelines.quality.rules import FIRST_OFFSETS
-from pipelines.silver.stage import SilverOutput
-from pipelines.silver.transforms import trusted
+from pipelines.silver.stage import SilverOutput, bronze_events
 from pipelines.stage import Built, Context
+from pipelines.staging import Staged, StagedFile
 from pipelines.storage import Table, Write
 from pipelines.tables import (
     BINLOG_EVENTS,
@@ -96,8 +88,8 @@ ROWS_COLUMNS = [
 class GoldOutput(Built):
     """What one gold build produced (frames persisted) for ``files``."""
 
-    changes: DataFrame | None = None
-    tables: dict[str, tuple[TableSpec, DataFrame]] = field(default_factory=dict)
+    changes: Staged | None = None
+    tables: dict[str, tuple[TableSpec, Staged]] = field(default_factory=dict)
     stale: dict[str, list[str]] = field(default_factory=dict)
     """Gold table -> files of this build it held rows of and no longer does."""
     row_counts: list[tuple[str, int, int]] = field(default_factory=list)
@@ -108,6 +100,11 @@ class GoldOutput(Built):
     rebuild: set[str] = field(default_factory=set)
     """Gold tables written whole (their layout changed): every file feeding them is in ``files``."""
     usages: list[_Usage] = field(default_factory=list)
+
+    def staged(self) -> list[tuple[TableSpec, Staged]]:
+        """The files of ``changes``, of every typed table and of the quarantine."""
+        mine = [(CHANGES, self.changes)] if self.changes is not None else []
+        return super().staged() + mine + list(self.tables.values())
 
 
 def decode_options(cfg: AppConfig) -> DecodeOptions:
@@ -183,20 +180,35 @@ GOLD_FILE_FACTS = [
 
 _SUMMED = ("wrong", "accounted", "unknown", "problems", "early")
 _FIRST = ("wrong_at", "unknown_at", "early_at")
-"""The per-file sums and first offsets :func:`facts_of` gives per file, table id and gold table."""
+"""The per-file sums and first offsets the gold tasks count per file, table id and gold table
+(:data:`pipelines.gold.write.GOLD_FACTS`)."""
 
 GOLD_TABLE_FACTS = ["file", "gold_table", "null_key_inserts", "null_key_inserts_at"]
 """The gold gate's facts per file and gold table (``null_key_inserts`` null: no insert with a key to check)."""
 
 
-def _lost_at(ctx: Context, decoded: DataFrame, files: list[str]) -> dict[str, list[int]]:
+def _lost_at(ctx: Context, out: GoldOutput, files: list[str]) -> dict[str, list[int]]:
     """File -> the first offsets of its bronze rows events that neither decoded nor were quarantined.
-    Run only for files that lost some: it reads their rows events' positions again."""
-    seen = decoded.select(
-        F.col("file").alias("d_file"),
-        F.col("offset").alias("d_offset"),
-        F.coalesce("inner_index", F.lit(-1)).alias("d_inner"),
-    ).distinct()
+    Run only for files that lost some: it reads the positions of the rows gold wrote (``changes``,
+    quarantine) and of their rows events again."""
+    positions = ["file", "offset", "inner_index"]
+    written = [(CHANGES, out.changes), (QUARANTINE, out.quarantine)]
+    seen = (
+        functools.reduce(
+            DataFrame.unionByName,
+            [
+                ctx.lake.staged_frame(spec, staged).select(*positions)
+                for spec, staged in written
+                if isinstance(staged, Staged)
+            ],
+        )
+        .select(
+            F.col("file").alias("d_file"),
+            F.col("offset").alias("d_offset"),
+            F.coalesce("inner_index", F.lit(-1)).alias("d_inner"),
+        )
+        .distinct()
+    )
     events = (
         ctx.lake.read_or_empty(BINLOG_EVENTS)
         .where(file_predicate(files))
@@ -219,30 +231,44 @@ def _rows_events(row: dict[str, Any]) -> int:
     return 0 if row["status"] == DUPLICATE else int(row["rows_events"] or 0)
 
 
-def _silver_rows(ctx: Context, spec: TableSpec, files: list[str]) -> DataFrame:
-    """Silver's ``spec`` rows of ``files`` (``table_maps`` or ``table_id_lifecycle``): from the frame
-    silver built them in, when silver built every one of them in this run (no Delta snapshot to plan,
-    no file read again), else from the table."""
+def _built_by_silver(ctx: Context, files: list[str]) -> SilverOutput | None:
+    """What silver built in this run, when it built every one of ``files`` (and none again)."""
     handed = ctx.handed.get(Layer.SILVER.value)
-    if isinstance(handed, SilverOutput) and set(files) <= set(handed.files):
-        frame = handed.built_maps if spec is TABLE_MAPS else handed.table_id_lifecycle
+    if isinstance(handed, SilverOutput) and set(files) <= set(handed.files) and not set(files) & set(handed.rebuilt):
+        return handed
+    return None
+
+
+def _silver_rows(ctx: Context, spec: TableSpec, files: list[str]) -> DataFrame:
+    """Silver's ``spec`` rows of ``files`` (``table_maps`` or ``table_id_lifecycle``): what silver wrote of
+    them in this run, when it built every one of them (no Delta snapshot to plan), else the table's."""
+    built = _built_by_silver(ctx, files)
+    if built is not None:
+        frame = built.table_id_lifecycle if spec is TABLE_ID_LIFECYCLE else ctx.lake.written_frame(spec)
         if frame is not None:
             return frame.where(file_predicate(files))
     return ctx.lake.read_or_empty(spec).where(file_predicate(files))
 
 
-DECODE_GROUP = 16
-"""Gold tables one decode fills the typed images of.  A run whose rows events feed more tables decodes
-them in groups of tables, each rows event once, in the group of its table (the events without a plan
-in the first group): a decode's rows carry one typed struct per table of its group, and each typed
-table's write reads its group's rows only, so the cost of a table does not grow with the number of
-tables beside it."""
-
-
-def _in_group(keys: list[str], *, with_unmapped: bool) -> Column:
-    """Rows events of the plans ``keys`` (and, ``with_unmapped``, those with no plan)."""
-    mine = F.col("plan_key").isin(keys)
-    return mine | F.col("plan_key").isNull() if with_unmapped else mine
+def _plan_rows(ctx: Context, files: list[str]) -> list[dict[str, Any]]:
+    """Each plan the maps of ``files`` use, at its first map in each file (``file, plan_key, offset,
+    inner, body, fde_offset, resolved_columns``): as silver's tasks counted them in this run, when it
+    built every one of the files, else from ``table_maps`` (one Spark job)."""
+    built = _built_by_silver(ctx, files)
+    if built is not None:
+        return [row for row in built.plans if row["file"] in set(files)]
+    return [
+        {**row.asDict(recursive=True), "offset": row.first.offset, "inner": row.first.inner}
+        for row in _silver_rows(ctx, TABLE_MAPS, files)
+        .groupBy("file", "plan_key")
+        .agg(
+            F.min(F.struct("offset", F.coalesce("inner_index", F.lit(-1)).alias("inner"))).alias("first"),
+            F.first("body").alias("body"),
+            F.first("fde_offset").alias("fde_offset"),
+            F.first("resolved_columns").alias("resolved_columns"),
+        )
+        .collect()
+    ]
 
 
 class GoldStage:
@@ -279,14 +305,7 @@ class GoldStage:
         out.rebuild = rebuild
         out.usages = usages
         names = sorted({infos[u.plan_key].table for u in usages})
-        predicate = file_predicate(pending)
-        events = (
-            lake.read_or_empty(BINLOG_EVENTS)
-            .where(predicate)
-            .where(F.col("event_class") == "rows")
-            .select(*ROWS_COLUMNS)
-            .transform(trusted)
-        )
+        events = bronze_events(ctx, pending, ("rows",)).select(*ROWS_COLUMNS)
         servers = {f: files[f]["server"] for f in pending}
         descriptions = {
             (f, int(at)): text for f in pending for at, text in (files[f]["format_descriptions"] or {}).items()
@@ -294,37 +313,40 @@ class GoldStage:
         maps = _silver_rows(ctx, TABLE_MAPS, pending).select("file", "offset", "inner_index", "plan_key")
         rows = rows_input(events, maps)
         specs = {name: typed_change_table(name, layouts[name].struct_type()) for name in names}
-        groups = [names[i : i + DECODE_GROUP] for i in range(0, len(names), DECODE_GROUP)] or [[]]
-        decodes: list[DataFrame] = []
-        for number, group in enumerate(groups):
-            local = {name: i for i, name in enumerate(group)}
-            plans = {
-                key: Plan(
-                    info.body,
-                    info.fde,
-                    info.history,
-                    local[info.table],
-                    layouts[info.table].routes(info.names, info.kinds),
-                )
-                for key, info in infos.items()
-                if info.table in local
-            }
-            mine = rows if len(groups) == 1 else rows.where(_in_group(sorted(plans), with_unmapped=number == 0))
-            images = [layouts[name].struct_type() for name in group]
-            decode = decode_rows_events(plans, images, group, servers, decode_options(ctx.cfg), descriptions)
-            # the group's row changes, with their typed images in the struct of their table: wide and
-            # nested, stored on local disk row by row rather than built into column batches in the heap
-            decoded = out.kept.keep(mine.transform(decode), rows_on_disk=True)
-            for name, i in local.items():
-                out.tables[name] = (specs[name], decoded.transform(typed_of(i, specs[name], ctx.run_id)))
-            decodes.append(decoded.select(*COMMON.names))
-        decoded = functools.reduce(DataFrame.unionByName, decodes)
-        plan_columns = ctx.spark.createDataFrame(
-            [(key, info.names, info.kinds) for key, info in infos.items()], PLAN_COLUMNS
+        index = {name: i for i, name in enumerate(names)}
+        plans = {
+            key: Plan(
+                info.body, info.fde, info.history, index[info.table], layouts[info.table].routes(info.names, info.kinds)
+            )
+            for key, info in infos.items()
+        }
+        targets = GoldTargets(
+            {index[name]: lake.target(spec) for name, spec in specs.items()},
+            lake.target(CHANGES),
+            lake.target(QUARANTINE),
+            ctx.run_id,
         )
-        out.changes = decoded.transform(changes_of(ctx.run_id, plan_columns))
-        out.quarantine = decoded.transform(problems_of(ctx.run_id))
-        self._facts(ctx, out, decoded, pending)
+        decode = staged_decode(
+            plans,
+            [layouts[name].struct_type() for name in names],
+            names,
+            servers,
+            decode_options(ctx.cfg),
+            targets,
+            descriptions,
+        )
+        staged: list[StagedFile] = []
+        fact_rows = []
+        for row in rows.mapInArrow(decode, OUTPUT).collect():
+            if row.kind == STAGED_FILE:
+                staged.append(StagedFile.of(row[STAGED_FILE]))
+            else:
+                fact_rows.append(row[FACTS])
+        for name, spec in specs.items():
+            out.tables[name] = (spec, Staged(tuple(f for f in staged if f.table == spec.folder)))
+        out.changes = Staged(tuple(f for f in staged if f.table == CHANGES.folder))
+        out.quarantine = Staged(tuple(f for f in staged if f.table == QUARANTINE.folder))
+        self._facts(ctx, out, fact_rows, pending)
         return out
 
     def _plans(self, ctx: Context, files: list[str]) -> tuple[list[_Usage], dict[str, _PlanInfo]]:
@@ -333,32 +355,22 @@ class GoldStage:
         if not files:
             return [], {}
         known = ctx.state.files()
-        maps = _silver_rows(ctx, TABLE_MAPS, files)
-        rows = (
-            maps.groupBy("file", "plan_key")
-            .agg(
-                F.min(F.struct("offset", F.coalesce("inner_index", F.lit(-1)).alias("inner"))).alias("first"),
-                F.first("body").alias("body"),
-                F.first("fde_offset").alias("fde_offset"),
-                F.first("resolved_columns").alias("resolved_columns"),
-            )
-            .collect()
-        )
         infos: dict[str, _PlanInfo] = {}
         usages: list[_Usage] = []
-        for row in rows:
-            info = infos.get(row.plan_key)
+        for row in _plan_rows(ctx, files):
+            key, file = row["plan_key"], row["file"]
+            info = infos.get(key)
             if info is None:
-                fde = (known[row.file]["format_descriptions"] or {})[row.fde_offset]
-                history = _history_key([c.asDict() for c in row.resolved_columns] if row.resolved_columns else None)
+                fde = (known[file]["format_descriptions"] or {})[row["fde_offset"]]
+                history = _history_key(row["resolved_columns"] or None)
                 table_map = table_map_of(
-                    bytes(row.body),
+                    bytes(row["body"]),
                     fde,
                     None if history is None else [dict(zip(HISTORY_FIELDS, c, strict=True)) for c in history],
                 )
-                info = infos[row.plan_key] = _PlanInfo(
-                    row.plan_key,
-                    bytes(row.body),
+                info = infos[key] = _PlanInfo(
+                    key,
+                    bytes(row["body"]),
                     fde,
                     history,
                     gold_table_name(table_map.schema, table_map.table),
@@ -367,12 +379,12 @@ class GoldStage:
                 )
             usages.append(
                 _Usage(
-                    row.file,
-                    row.plan_key,
+                    file,
+                    key,
                     info.table,
                     info.names,
                     info.kinds,
-                    (known[row.file]["sequence"] or -1, row.file, row.first.offset, row.first.inner),
+                    (known[file]["sequence"] or -1, file, row["offset"], row["inner"]),
                 )
             )
         return usages, infos
@@ -439,20 +451,14 @@ class GoldStage:
                 layouts[name] = table_layout(versions[name], existing)
         return layouts, to_rebuild
 
-    def _facts(
-        self,
-        ctx: Context,
-        out: GoldOutput,
-        decoded: DataFrame,
-        pending: list[str],
-    ) -> None:
+    def _facts(self, ctx: Context, out: GoldOutput, fact_rows: list[Any], pending: list[str]) -> None:
         files = ctx.state.files()
         counted: dict[str, dict[str, int]] = defaultdict(dict)
         ids: dict[tuple[str, int], int] = defaultdict(int)
         keyed: dict[tuple[str, str], tuple[int, int, list[int]]] = defaultdict(lambda: (0, 0, []))
         per_file: dict[str, dict[str, Any]] = {}
         out.reasons = Counter()
-        for row in decoded.transform(facts_of).collect():
+        for row in fact_rows:
             total = per_file.setdefault(row.file, dict.fromkeys(_SUMMED, 0) | {name: [] for name in _FIRST})
             for name in _SUMMED:
                 total[name] += int(row[name] or 0)
@@ -471,7 +477,7 @@ class GoldStage:
                 sorted({*at, *row.null_key_at})[:FIRST_OFFSETS],
             )
         lost = {f: _rows_events(files[f]) - per_file.get(f, {}).get("accounted", 0) for f in pending}
-        lost_at = _lost_at(ctx, decoded, [f for f, n in lost.items() if n > 0]) if any(lost.values()) else {}
+        lost_at = _lost_at(ctx, out, [f for f, n in lost.items() if n > 0]) if any(lost.values()) else {}
 
         def of(f: str, name: str) -> Any:
             total = per_file.get(f)

@@ -23,7 +23,8 @@ struct and named in ``absent_columns``.  When DDL adds a column a new field appe
 column's field stays and is no longer filled.  When a column's type changes so that its Spark
 type differs, rows with the new type fill a new field ``<col>__<type>`` (``price__decimal_12_2``)
 and the old field keeps the old rows: history is never rewritten and no value is coerced.
-The decode (:mod:`pipelines.gold.decode`) fills the structs straight from the decoder's values.
+The decode (:mod:`pipelines.gold.decode`) fills the structs straight from the decoder's values and
+the gold task (:mod:`pipelines.gold.write`) writes them.
 """
 
 from __future__ import annotations
@@ -31,18 +32,12 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-from pyspark.sql import Column, DataFrame
+from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.types import DataType, StructField, StructType
 
-from binlog_core.columns import DecodeOptions
-from pipelines.gold.decode import COMMON, ROWS_INPUT, Plan, decode_partition, decoded_schema
+from pipelines.gold.decode import ROWS_INPUT
 from pipelines.gold.types import RAW_SUFFIX, raw_type, spark_type, type_suffix
-from pipelines.quality.rules import FIRST_OFFSETS
-from pipelines.tables import CHANGES, QUARANTINE, Layer, TableSpec, conform
-
-_DECODED = {*COMMON.names, "absent_columns", "run_id"}
-"""The columns of a typed change table the decoded rows give (the others are null)."""
 
 
 def rows_input(events: DataFrame, map_keys: DataFrame) -> DataFrame:
@@ -65,126 +60,6 @@ def rows_input(events: DataFrame, map_keys: DataFrame) -> DataFrame:
         "left",
     )
     return joined.select(*[F.col(f.name).cast(f.dataType) for f in ROWS_INPUT.fields])
-
-
-def decode_rows_events(
-    plans: dict[str, Plan],
-    images: Sequence[StructType],
-    tables: Sequence[str],
-    servers: dict[str, str],
-    options: DecodeOptions,
-    descriptions: dict[tuple[str, int], str] | None = None,
-) -> Callable[[DataFrame], DataFrame]:
-    """``rows_input -> decoded``: every rows event decoded in the partition it is in (:func:`decoded_schema`).
-
-    ``descriptions``: the FORMAT_DESCRIPTION text at ``(file, offset)``, for the rows events with
-    no map in force (their post-header is still decoded, as the decoder does)."""
-
-    def transform(df: DataFrame) -> DataFrame:
-        run = decode_partition(plans, images, tables, servers, options, descriptions)
-        return df.mapInArrow(run, decoded_schema(images))
-
-    return transform
-
-
-def changes_of(run_id: str, plan_columns: DataFrame) -> Callable[[DataFrame], DataFrame]:
-    """``decoded -> changes`` rows (:data:`pipelines.tables.CHANGES`); ``plan_columns``
-    (:data:`pipelines.gold.decode.PLAN_COLUMNS`, one row per plan: few) gives each change its table's column names and
-    kinds, joined on ``plan_key`` rather than carried on every decoded row."""
-
-    def transform(decoded: DataFrame) -> DataFrame:
-        rows = decoded.where(F.col("kind") == "change").join(F.broadcast(plan_columns), "plan_key", "left")
-        known = [c.name for c in CHANGES.columns if c.name in rows.columns]
-        return rows.select(*known, F.lit(run_id).alias("run_id")).transform(conform(CHANGES))
-
-    return transform
-
-
-def typed_of(index: int, spec: TableSpec, run_id: str) -> Callable[[DataFrame], DataFrame]:
-    """``decoded -> `` the rows of gold table ``index`` (``spec``: its typed change table)."""
-
-    def transform(decoded: DataFrame) -> DataFrame:
-        rows = decoded.where((F.col("kind") == "change") & (F.col("gold_table") == spec.name))
-        column = f"t{index}"
-        made = {
-            "before": F.col(f"{column}.before"),
-            "after": F.col(f"{column}.after"),
-            "absent_columns": F.struct(F.col("absent_before").alias("before"), F.col("absent_after").alias("after")),
-            "run_id": F.lit(run_id),
-        }
-        # only the table's columns: the typed structs of the other tables stay out of its plan
-        return rows.select(
-            *[made[c.name].alias(c.name) if c.name in made else c.name for c in spec.columns if c.name in _DECODED]
-        ).transform(conform(spec))
-
-    return transform
-
-
-def _first(condition: Column) -> Column:
-    """The first offsets (:data:`FIRST_OFFSETS`) of the rows where ``condition`` holds."""
-    return F.slice(F.array_sort(F.collect_set(F.when(condition, F.col("offset")))), 1, FIRST_OFFSETS)
-
-
-def wrong_op() -> Column:
-    """Whether a change's images contradict its ``op``: insert has only an after image, delete only a
-    before image, update both."""
-    return (
-        ((F.col("op") == "insert") & (F.col("before").isNotNull() | F.col("after").isNull()))
-        | ((F.col("op") == "delete") & (F.col("before").isNull() | F.col("after").isNotNull()))
-        | ((F.col("op") == "update") & (F.col("before").isNull() | F.col("after").isNull()))
-    )
-
-
-def facts_of(decoded: DataFrame) -> DataFrame:
-    """``decoded -> `` the gold gate's counts in one pass, per file, table id and gold table (null
-    for problems): ``n`` row changes; ``wrong`` changes whose images contradict their op
-    (:func:`wrong_op`); ``checked`` inserts with a key and ``null_keys`` leaving it NULL (the
-    decode's ``null_key``); ``accounted`` rows events (decoded or quarantined: ``event_first``);
-    ``unknown`` ones lost to a table id without a map; ``problems`` (by ``code`` and ``severity``:
-    the quarantine's reasons); ``early`` rows events whose transaction commits before the event's own
-    time.  ``<name>_at``: first offsets of each."""
-    change = F.col("kind") == "change"
-    wrong = change & wrong_op()
-    unknown = (F.col("kind") == "problem") & (F.col("code") == "UNKNOWN_TABLE_ID")
-    early = change & (F.col("commit_timestamp") < F.col("event_timestamp"))
-    null_key = F.coalesce(F.col("null_key"), F.lit(False))
-    return decoded.groupBy("file", "table_id", "gold_table", "code", "severity").agg(
-        F.sum(change.cast("int")).alias("n"),
-        F.sum(wrong.cast("int")).alias("wrong"),
-        _first(wrong).alias("wrong_at"),
-        F.count("null_key").alias("checked"),
-        F.sum(null_key.cast("int")).alias("null_keys"),
-        _first(null_key).alias("null_key_at"),
-        F.sum(F.col("event_first").cast("int")).alias("accounted"),
-        F.sum(unknown.cast("int")).alias("unknown"),
-        _first(unknown).alias("unknown_at"),
-        F.sum((F.col("kind") == "problem").cast("int")).alias("problems"),
-        F.sum((early & F.col("event_first")).cast("int")).alias("early"),
-        _first(early).alias("early_at"),
-    )
-
-
-def problems_of(run_id: str) -> Callable[[DataFrame], DataFrame]:
-    """``decoded -> quarantine`` rows (``stage = 'gold'``)."""
-
-    def transform(decoded: DataFrame) -> DataFrame:
-        rows = decoded.where(F.col("kind") == "problem").select(
-            F.lit(Layer.GOLD.value).alias("stage"),
-            "file",
-            "file_name",
-            "offset",
-            "inner_index",
-            F.col("event_type").alias("event_type_name"),
-            "code",
-            "severity",
-            "path",
-            "message",
-            F.col("problem_body").alias("body"),
-            F.lit(run_id).alias("run_id"),
-        )
-        return rows.transform(conform(QUARANTINE))
-
-    return transform
 
 
 def with_row_counts(counts: DataFrame) -> Callable[[DataFrame], DataFrame]:
@@ -288,11 +163,7 @@ def table_layout(
 __all__ = [
     "TableLayout",
     "TargetField",
-    "changes_of",
-    "decode_rows_events",
-    "problems_of",
     "rows_input",
     "table_layout",
-    "typed_of",
     "with_row_counts",
 ]

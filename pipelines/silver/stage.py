@@ -1,13 +1,17 @@
 """The silver stage: table maps, table-id lifecycle, QUERY/DDL events and schema history.
 
 ``SilverStage.build`` reads, for the files silver has still to build (bronze rewrote them since),
-only the bronze partitions of TABLE_MAP and QUERY-shaped events, and decodes each of those
-bodies once (``mapInArrow``), never a row image:
+only the bronze partitions of TABLE_MAP and QUERY-shaped events (the files bronze wrote in the
+same run, when it framed them all: no Delta log is read), and decodes each of those bodies once,
+never a row image, in two jobs of Python tasks that write the tables' files themselves
+(:mod:`pipelines.silver.write`): the queries and the maps whose shape changed first (what the
+schema replay needs, handed back), then, once the driver has replayed each server's history, every
+map:
 
 * ``table_maps``: every TABLE_MAP decoded, with its in-force range and rows events as bronze
   recorded them while walking the file, and the columns valid at its position
-  (:func:`pipelines.silver.transforms.resolve_columns`: what gold decodes and names rows with);
-* ``table_id_lifecycle``: per file and table id, aggregated from the maps;
+  (:class:`pipelines.silver.write.Resolver`: what gold decodes and names rows with);
+* ``table_id_lifecycle``: per file and table id, added up from the tasks' counts;
 * ``ddl_events``: every QUERY-shaped event with its transaction, DDL with the objects it
   touches and whether the replay understood it (the parse coverage);
 * ``schema_history``: rebuilt for every server a built file belongs to, from the seed snapshot
@@ -29,33 +33,38 @@ from __future__ import annotations
 
 import hashlib
 from collections import Counter, defaultdict
-from collections.abc import Iterator
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
-import pyarrow as pa
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
-from pyspark.sql.pandas.types import to_arrow_schema
-from pyspark.sql.types import StringType, StructField, StructType
 
 from conf.models import AppConfig
+from pipelines.bronze.stage import BronzeOutput
 from pipelines.progress import file_predicate
 from pipelines.quality.rules import FIRST_OFFSETS
 from pipelines.silver.ddl import DdlResult, SchemaRegistry, parse_seed
-from pipelines.silver.decode import Descriptions, query_rows, table_map_rows
+from pipelines.silver.decode import Descriptions
 from pipelines.silver.history import event_key, replay_history
-from pipelines.silver.transforms import (
-    RESOLVED,
-    lifecycle,
-    map_history_columns,
-    quarantine_of,
-    resolve_columns,
-    trusted,
+from pipelines.silver.transforms import STORED_PLAN, resolved_again, trusted
+from pipelines.silver.write import (
+    MAP_INPUT,
+    MAP_OUTPUT,
+    QUERY_INPUT,
+    QUERY_OUTPUT,
+    SilverTargets,
+    map_pairs,
+    merged_lifecycle,
+    merged_plans,
+    own_columns,
+    staged_maps,
+    staged_queries,
 )
 from pipelines.stage import Built, Context
+from pipelines.staging import Staged, StagedFile
 from pipelines.storage import Write
 from pipelines.tables import (
     BINLOG_EVENTS,
@@ -65,7 +74,7 @@ from pipelines.tables import (
     TABLE_ID_LIFECYCLE,
     TABLE_MAPS,
     Layer,
-    conform,
+    TableSpec,
 )
 
 SEED = "seed:"
@@ -75,77 +84,18 @@ NAMELESS_MAPS = "maps_without_names"
 """Silver progress count of a file's decoded maps without column names: the files a changed
 schema history may name differently (none when every map has its names)."""
 
-_ERRORS = [
-    StructField("problem_code", StringType(), True),
-    StructField("problem_severity", StringType(), True),
-    StructField("problem_message", StringType(), True),
-    StructField("problem_path", StringType(), True),
-    StructField("event_type_name", StringType(), True),
-]
-
-
-def _nullable(fields: list[StructField]) -> StructType:
-    """The fields, all nullable (decoder output mixes decoded rows and error rows)."""
-    return StructType([StructField(f.name, f.dataType, True) for f in fields])
-
-
-RESOLVED_LATER = ("server", "run_id", *RESOLVED)
-"""``table_maps`` columns the decode leaves out: filled once the schema history is known."""
-
-MAPS_OUT = _nullable([f for f in TABLE_MAPS.schema.fields if f.name not in RESOLVED_LATER] + _ERRORS)
-"""Decoded TABLE_MAPs (``table_maps`` columns, names not resolved) and error rows (``problem_*`` set)."""
-QUERIES_OUT = _nullable(
-    [f for f in DDL_EVENTS.schema.fields if f.name not in ("event_type_name", "server", "run_id")]
-    + _ERRORS
-    + [StructField("body", BINLOG_EVENTS.schema["body"].dataType, True)]
-)
-"""Decoded QUERY events (``ddl_events`` columns, no replay yet) and error rows."""
-
-MAP_INPUT = [
-    "file",
-    "file_name",
-    "offset",
-    "inner_index",
-    "fde_offset",
-    "in_force_until",
-    "in_force_until_inner_index",
-    "ended_by",
-    "rows_events",
-    "shape_changed",
-    "body",
-]
-QUERY_INPUT = [
-    "file",
-    "file_name",
-    "offset",
-    "inner_index",
-    "timestamp",
-    "event_type",
-    "event_type_name",
-    "server_id",
-    "event_size",
-    "log_pos",
-    "flags",
-    "fde_offset",
-    "gtid",
-    "trx_offset",
-    "commit_timestamp",
-    "body",
-]
-"""The bronze columns each decode reads (the rest of an event row stays on disk)."""
-
 
 @dataclass
 class SilverOutput(Built):
     """What one silver build produced for ``files`` (and ``rebuilt``: files resolved again)."""
 
-    table_maps: DataFrame | None = None
-    built_maps: DataFrame | None = None
-    """The ``table_maps`` rows of ``files`` decoded in this run (kept): what gold reads for those files in
-    the same run, instead of the table just written (:data:`pipelines.run.HANDED_ON`)."""
+    table_maps: Staged | None = None
     table_id_lifecycle: DataFrame | None = None
-    ddl_events: DataFrame | None = None
+    ddl_events: Staged | None = None
     schema_history: DataFrame | None = None
+    plans: list[dict[str, Any]] = field(default_factory=list)
+    """Each plan a built file's maps use, at its first map in the file (:data:`pipelines.silver.write.PLAN`):
+    what gold decodes the file's rows with."""
     servers: list[str] = field(default_factory=list)
     rebuilt: list[str] = field(default_factory=list)
     progress: list[dict[str, Any]] = field(default_factory=list)
@@ -157,25 +107,27 @@ class SilverOutput(Built):
         """The files built and those resolved again."""
         return sorted(set(self.files) | set(self.rebuilt))
 
-
-def decode_table_maps(events: DataFrame, fdes: Descriptions) -> DataFrame:
-    """Bronze TABLE_MAP events -> decoded maps (:data:`MAPS_OUT`), error rows included; no names yet."""
-    arrow_schema = to_arrow_schema(MAPS_OUT, timezone="UTC")
-
-    def per_partition(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        return table_map_rows(batches, arrow_schema, fdes)
-
-    return events.select(*MAP_INPUT).mapInArrow(per_partition, MAPS_OUT)
+    def staged(self) -> list[tuple[TableSpec, Staged]]:
+        """The maps' and queries' files, and the quarantine's."""
+        mine = [(TABLE_MAPS, self.table_maps), (DDL_EVENTS, self.ddl_events)]
+        return super().staged() + [(spec, staged) for spec, staged in mine if staged is not None]
 
 
-def decode_queries(events: DataFrame, fdes: Descriptions) -> DataFrame:
-    """Bronze QUERY-shaped events -> :data:`QUERIES_OUT` rows (DDL replay not applied yet)."""
-    arrow_schema = to_arrow_schema(QUERIES_OUT, timezone="UTC")
-
-    def per_partition(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        return query_rows(batches, arrow_schema, fdes)
-
-    return events.select(*QUERY_INPUT).mapInArrow(per_partition, QUERIES_OUT)
+def bronze_events(ctx: Context, files: list[str], classes: Sequence[str]) -> DataFrame:
+    """Bronze's events of ``files`` in the partitions ``classes``, trusted: from the files bronze wrote
+    in this run when it framed all of them whole (no Delta log to read), else from the table."""
+    bronze = ctx.handed.get(Layer.BRONZE.value)
+    fresh = (
+        isinstance(bronze, BronzeOutput) and set(files) <= set(bronze.files) and not set(files) & set(bronze.resumed)
+    )
+    written = ctx.lake.written_frame(BINLOG_EVENTS, {"event_class": classes}) if fresh else None
+    if written is None:
+        written = (
+            ctx.lake.read_or_empty(BINLOG_EVENTS)
+            .where(file_predicate(files))
+            .where(F.col("event_class").isin(list(classes)))
+        )
+    return written.transform(trusted)
 
 
 def load_seed(spark: SparkSession, cfg: AppConfig) -> tuple[SchemaRegistry | None, str | None]:
@@ -191,42 +143,31 @@ def load_seed(spark: SparkSession, cfg: AppConfig) -> tuple[SchemaRegistry | Non
     return parse_seed(text), hashlib.sha256(text.encode()).hexdigest()
 
 
-def _replay_frame(spark: SparkSession, results: dict[tuple[str, int, int], DdlResult]) -> DataFrame:
-    rows = [
-        {
-            "file": key[0],
-            "offset": key[1],
-            "inner_key": key[2],
-            "r_objects": [{"schema_name": s, "object_name": o, "action": a} for s, o, a in r.objects],
-            "r_parsed": r.error is None,
-            "r_error": r.error,
-        }
-        for key, r in results.items()
-    ]
-    schema = (
-        "file string, offset long, inner_key int, r_objects array<struct<schema_name:string,object_name:string,"
-        "action:string>>, r_parsed boolean, r_error string"
-    )
-    return spark.createDataFrame(rows, schema)
-
-
-def with_replay(replayed: DataFrame, run_id: str) -> Any:
-    """``queries -> ddl_events``: each DDL's replay outcome attached (objects, parse result)."""
-
-    def transform(queries: DataFrame) -> DataFrame:
-        joined = queries.withColumn("inner_key", F.coalesce("inner_index", F.lit(-1))).join(
-            F.broadcast(replayed), ["file", "offset", "inner_key"], "left"
+def ddl_rows(
+    rows: Iterable[Mapping[str, Any]],
+    results: Mapping[tuple[str, int, int], DdlResult],
+    servers: Mapping[str, str],
+    run_id: str,
+) -> list[dict[str, Any]]:
+    """``ddl_events`` rows of DDL statements (their status variables as entries: :func:`map_pairs`), each
+    with its replay's outcome (the objects it touches, whether the replay understood it)."""
+    out = []
+    for row in rows:
+        result = results.get(event_key(row["file"], row["offset"], row["inner_index"]))
+        out.append(
+            {
+                **{name: row.get(name) for name in DDL_EVENTS.names},
+                "status_vars": map_pairs(row["status_vars"]),
+                "server": servers[row["file"]],
+                "objects": None
+                if result is None
+                else [{"schema_name": s, "object_name": o, "action": a} for s, o, a in result.objects],
+                "ddl_parsed": None if result is None else result.error is None,
+                "ddl_error": None if result is None else result.error,
+                "run_id": run_id,
+            }
         )
-        is_ddl = F.col("kind") == "DDL"
-        return (
-            joined.withColumn("objects", F.when(is_ddl, F.col("r_objects")))
-            .withColumn("ddl_parsed", F.when(is_ddl, F.col("r_parsed")))
-            .withColumn("ddl_error", F.when(is_ddl, F.col("r_error")))
-            .withColumn("run_id", F.lit(run_id))
-            .transform(conform(DDL_EVENTS))
-        )
-
-    return transform
+    return out
 
 
 class SilverStage:
@@ -256,29 +197,24 @@ class SilverStage:
         fdes: Descriptions = {
             (f, int(offset)): text for f in pending for offset, text in (files[f]["format_descriptions"] or {}).items()
         }
-        info = spark.createDataFrame(
-            [(f, files[f]["server"], files[f]["sequence"]) for f in pending],
-            "file string, server string, sequence long",
-        )
-        events = lake.read_or_empty(BINLOG_EVENTS).where(file_predicate(pending)).transform(trusted)
-        kept = out.kept
-        # the decoded maps and their resolved columns are wide and nested (a large binlog's hundreds of
-        # thousands of maps): stored on local disk row by row, not built into column batches in the heap
-        maps_out = kept.keep(
-            decode_table_maps(events.where(F.col("event_class") == "table_map"), fdes).join(F.broadcast(info), "file"),
-            rows_on_disk=True,
-        )
-        queries_out = kept.keep(
-            decode_queries(events.where(F.col("event_class") == "query"), fdes).join(
-                F.broadcast(info.drop("sequence")), "file"
-            )
-        )
-        new_queries = queries_out.where(F.col("problem_code").isNull()).drop("problem_code")
-        # the history of each server built: every file's DDL and map shapes, in binlog order
         sequences = {f: row["sequence"] for f, row in files.items()}
         server_of = {f: row["server"] for f, row in files.items()}
-        ddl, old_results = self._ddl_rows(ctx, pending, new_queries, servers, server_of)
-        shapes = self._shape_rows(ctx, pending, maps_out, servers)
+        quarantine = lake.target(QUARANTINE)
+        # 1. the QUERY-shaped events and the maps whose shape changed: what the schema replay needs
+        first = _Handed(
+            bronze_events(ctx, pending, ("query", "table_map"))
+            .where((F.col("event_class") == "query") | F.col("shape_changed"))
+            .select(*sorted({*QUERY_INPUT, *MAP_INPUT}), "event_class")
+            .mapInArrow(
+                staged_queries(SilverTargets(lake.target(DDL_EVENTS), quarantine, server_of, fdes, ctx.run_id)),
+                QUERY_OUTPUT,
+            )
+            .collect()
+        )
+        # the history of each server built: every file's DDL and map shapes, in binlog order
+        new_ddl = first.rows("ddl")
+        ddl, old_results = self._ddl_rows(ctx, pending, new_ddl, servers, server_of)
+        shapes = self._shape_rows(ctx, pending, first.rows("shape"), servers)
         history_rows: list[dict[str, Any]] = []
         results: dict[tuple[str, int, int], DdlResult] = {}
         for server in servers:
@@ -289,14 +225,30 @@ class SilverStage:
             )
             history_rows += [{**row, "server": server, "run_id": ctx.run_id} for row in history]
             results.update(replayed)
-        history_frame = kept.keep(spark.createDataFrame(history_rows, SCHEMA_HISTORY.schema))
-        replayed_frame = _replay_frame(spark, results)
-        new_maps = maps_out.where(F.col("problem_code").isNull()).withColumn("run_id", F.lit(ctx.run_id))
-        table_maps = kept.keep(new_maps.transform(resolve_columns(history_frame)), rows_on_disk=True)
-        out.built_maps = table_maps.transform(conform(TABLE_MAPS))
-        ddl_events = kept.keep(new_queries.transform(with_replay(replayed_frame, ctx.run_id)))
+        # 2. every map, named from that history
+        second = _Handed(
+            bronze_events(ctx, pending, ("table_map",))
+            .select(*MAP_INPUT)
+            .mapInArrow(
+                staged_maps(
+                    SilverTargets(lake.target(TABLE_MAPS), quarantine, server_of, fdes, ctx.run_id),
+                    history_rows,
+                    sequences,
+                ),
+                MAP_OUTPUT,
+            )
+            .collect()
+        )
+        history_frame = spark.createDataFrame(history_rows, SCHEMA_HISTORY.schema)
+        out.schema_history = history_frame
+        out.plans = merged_plans(second.rows("plan"))
+        lifecycle = merged_lifecycle(second.rows("lifecycle"))
+        out.table_id_lifecycle = spark.createDataFrame(lifecycle, TABLE_ID_LIFECYCLE.schema)
+        table_maps = Staged(second.files(TABLE_MAPS))
+        ddl_events = Staged(first.files(DDL_EVENTS))
+        ddl_events = ddl_events.adding(lake.stage_rows(DDL_EVENTS, ddl_rows(new_ddl, results, server_of, ctx.run_id)))
         # files built before whose names or DDL outcome the new history changes
-        again = self._resolved_again(ctx, pending, servers, history_frame)
+        again = self._resolved_again(ctx, pending, servers, history_rows, sequences)
         changed_ddl = sorted(
             {
                 key[0]
@@ -306,30 +258,28 @@ class SilverStage:
         )
         out.rebuilt = sorted(set(again) | set(changed_ddl))
         if out.rebuilt:
-            table_maps = table_maps.unionByName(
-                self._maps_again(ctx, out.rebuilt, history_frame, servers), allowMissingColumns=True
-            )
-            ddl_events = ddl_events.unionByName(
-                lake.read(DDL_EVENTS)
+            table_maps = table_maps.with_extra(self._maps_again(ctx, out.rebuilt, history_rows, sequences))
+            stored = [
+                r.asDict(recursive=True)
+                for r in lake.read(DDL_EVENTS)
                 .where(file_predicate(out.rebuilt))
-                .drop("objects", "ddl_parsed", "ddl_error")
-                .transform(with_replay(replayed_frame, ctx.run_id))
+                .withColumn("status_vars", F.map_entries("status_vars"))  # in their order
+                .collect()
+            ]
+            ddl_events = ddl_events.adding(
+                lake.stage_rows(DDL_EVENTS, ddl_rows(stored, results, server_of, ctx.run_id))
             )
-        out.table_maps = table_maps.transform(conform(TABLE_MAPS))
+        out.table_maps = table_maps
         out.ddl_events = ddl_events
-        out.schema_history = history_frame
-        out.table_id_lifecycle = kept.keep(out.table_maps.where(file_predicate(pending)).transform(lifecycle))
-        out.quarantine = kept.keep(
-            quarantine_of(maps_out, ctx.run_id).unionByName(quarantine_of(queries_out, ctx.run_id))
-        ).transform(conform(QUARANTINE))
-        self._facts(ctx, out, maps_out, results, pending, seed_key, seed_digest)
+        out.quarantine = Staged(first.files(QUARANTINE) + second.files(QUARANTINE))
+        self._facts(ctx, out, first, second, lifecycle, results, pending, seed_key, seed_digest)
         return out
 
     def _ddl_rows(
         self,
         ctx: Context,
         pending: list[str],
-        new_queries: DataFrame,
+        new_ddl: list[dict[str, Any]],
         servers: list[str],
         server_of: dict[str, str],
     ) -> tuple[dict[str, list[dict[str, Any]]], dict[tuple[str, int, int], tuple[Any, ...]]]:
@@ -337,21 +287,20 @@ class SilverStage:
         and the replay outcome ``ddl_events`` holds for the files not rebuilt now."""
         cols = ["file", "offset", "inner_index", "default_schema", "statement"]
         lake = ctx.lake
-        old = (
-            lake.read_or_empty(DDL_EVENTS)
-            .where((F.col("kind") == "DDL") & F.col("server").isin(servers) & ~F.expr(file_predicate(pending)))
-            .select(*cols, "objects", "ddl_parsed", "ddl_error")
-        )
-        fresh = new_queries.where(F.col("kind") == "DDL").select(
-            *cols,
-            F.lit(None).alias("objects"),
-            F.lit(None).cast("boolean").alias("ddl_parsed"),
-            F.lit(None).cast("string").alias("ddl_error"),
-        )
+        old: list[dict[str, Any]] = []
+        if lake.exists(DDL_EVENTS) and set(server_of[f] for f in server_of if f not in set(pending)) & set(servers):
+            old = [
+                row.asDict(recursive=True)
+                for row in lake.read(DDL_EVENTS)
+                .where((F.col("kind") == "DDL") & F.col("server").isin(servers) & ~F.expr(file_predicate(pending)))
+                .select(*cols, "objects", "ddl_parsed", "ddl_error")
+                .collect()
+            ]
         by_server: dict[str, list[dict[str, Any]]] = defaultdict(list)
         outcomes: dict[tuple[str, int, int], tuple[Any, ...]] = {}
-        for row in old.unionByName(fresh, allowMissingColumns=True).where(F.col("statement").isNotNull()).collect():
-            record = row.asDict(recursive=True)
+        for record in [*old, *({**r, "ddl_parsed": None} for r in new_ddl)]:
+            if record["statement"] is None:
+                continue
             by_server[server_of[record["file"]]].append({c: record[c] for c in cols})
             if record["ddl_parsed"] is not None:
                 outcomes[event_key(record["file"], record["offset"], record["inner_index"])] = (
@@ -362,30 +311,42 @@ class SilverStage:
         return by_server, outcomes
 
     def _shape_rows(
-        self, ctx: Context, pending: list[str], maps_out: DataFrame, servers: list[str]
+        self, ctx: Context, pending: list[str], new_shapes: list[dict[str, Any]], servers: list[str]
     ) -> dict[str, list[dict[str, Any]]]:
         """The maps with names where a table's shape may change (bronze flagged them), by server."""
-        cols = ["file", "offset", "inner_index", "schema_name", "table_name", "fingerprint"]
-        old = (
-            ctx.lake.read_or_empty(TABLE_MAPS)
-            .where(
-                F.col("shape_changed")
-                & F.col("column_names").isNotNull()
-                & F.col("server").isin(servers)
-                & ~F.expr(file_predicate(pending))
+        cols = ["file", "offset", "inner_index", "schema_name", "table_name", "fingerprint", "server"]
+        old: list[dict[str, Any]] = []
+        files = ctx.state.files()
+        others = [f for f, row in files.items() if f not in set(pending) and row["server"] in servers]
+        if others and ctx.lake.exists(TABLE_MAPS):
+            stored = (
+                ctx.lake.read(TABLE_MAPS)
+                .where(F.col("shape_changed") & F.col("column_names").isNotNull() & F.col("server").isin(servers))
+                .where(~F.expr(file_predicate(pending)))
+                .select(*cols, "columns", "primary_key")
+                .collect()
             )
-            .select(*cols, "server", map_history_columns().alias("columns"))
-        )
-        fresh = maps_out.where(
-            F.col("problem_code").isNull() & F.col("shape_changed") & F.col("column_names").isNotNull()
-        ).select(*cols, "server", map_history_columns().alias("columns"))
+            for row in stored:
+                record = row.asDict(recursive=True)
+                old.append(
+                    {
+                        **{c: record[c] for c in cols},
+                        "columns": own_columns(record["columns"], True, record["primary_key"]),
+                    }
+                )
         by_server: dict[str, list[dict[str, Any]]] = defaultdict(list)
-        for row in old.unionByName(fresh).collect():
-            record = row.asDict(recursive=True)
+        for record in [*old, *new_shapes]:
             by_server[record.pop("server")].append(record)
         return by_server
 
-    def _resolved_again(self, ctx: Context, pending: list[str], servers: list[str], history: DataFrame) -> list[str]:
+    def _resolved_again(
+        self,
+        ctx: Context,
+        pending: list[str],
+        servers: list[str],
+        history: list[dict[str, Any]],
+        sequences: dict[str, int | None],
+    ) -> list[str]:
         """Files built before (of ``servers``) whose maps without names resolve differently now.
 
         Only the files whose progress counts maps without names (or does not say: built before the
@@ -404,40 +365,18 @@ class SilverStage:
         if not candidates or not lake.exists(TABLE_MAPS):
             return []
         stored = lake.read(TABLE_MAPS).where(F.col("column_names").isNull() & F.expr(file_predicate(candidates)))
-        now = (
-            stored.select(
-                "file",
-                "offset",
-                "inner_index",
-                "server",
-                "schema_name",
-                "table_name",
-                "column_names",
-                "column_count",
-                "columns",
-                "primary_key",
-                "shape_key",
-                F.col("plan_key").alias("stored_plan"),
-            )
-            .join(F.broadcast(self._sequences(ctx, servers)), "file")
-            .transform(resolve_columns(history))
-        )
-        changed = now.where(F.col("plan_key") != F.col("stored_plan")).select("file").distinct()
-        return sorted(row.file for row in changed.collect())
+        changed = stored.transform(resolved_again(history, sequences)).where(F.col("plan_key") != F.col(STORED_PLAN))
+        return sorted(row.file for row in changed.select("file").distinct().collect())
 
-    def _sequences(self, ctx: Context, servers: list[str]) -> DataFrame:
-        """``file, sequence`` of every file of ``servers``."""
-        rows = [(f, row["sequence"]) for f, row in ctx.state.files().items() if row["server"] in servers]
-        return ctx.spark.createDataFrame(rows, "file string, sequence long")
-
-    def _maps_again(self, ctx: Context, rebuilt: list[str], history: DataFrame, servers: list[str]) -> DataFrame:
+    def _maps_again(
+        self, ctx: Context, rebuilt: list[str], history: list[dict[str, Any]], sequences: dict[str, int | None]
+    ) -> DataFrame:
         """The stored maps of ``rebuilt`` files, their names resolved with the new history."""
         return (
             ctx.lake.read(TABLE_MAPS)
             .where(file_predicate(rebuilt))
-            .drop(*RESOLVED)
-            .join(F.broadcast(self._sequences(ctx, servers)), "file")
-            .transform(resolve_columns(history))
+            .transform(resolved_again(history, sequences))
+            .drop(STORED_PLAN)
             .withColumn("run_id", F.lit(ctx.run_id))
         )
 
@@ -445,7 +384,9 @@ class SilverStage:
         self,
         ctx: Context,
         out: SilverOutput,
-        maps_out: DataFrame,
+        first: _Handed,
+        second: _Handed,
+        lifecycle: list[dict[str, Any]],
         results: dict[tuple[str, int, int], DdlResult],
         pending: list[str],
         seed_key: str | None,
@@ -453,48 +394,25 @@ class SilverStage:
     ) -> None:
         files = ctx.state.files()
         failed: dict[str, tuple[int, int]] = {}
-        nameless: dict[str, int] = {}
-        problem = F.col("problem_code").isNotNull()
-        for row in (
-            maps_out.groupBy("file")
-            .agg(
-                F.sum(F.when(problem & (F.col("problem_severity") == "error"), F.col("rows_events"))).alias("unmapped"),
-                F.count(F.when(problem, 1)).alias("problems"),
-                F.count(F.when(~problem & F.col("column_names").isNull(), 1)).alias("nameless"),
-            )
-            .collect()
-        ):
-            nameless[row.file] = int(row.nameless)
-            if row.problems:
-                failed[row.file] = (int(row.unmapped or 0), int(row.problems))
         queries_failed: dict[str, int] = defaultdict(int)
-        if out.quarantine is not None:  # by file and reason: what the gate and the run's summary count
-            out.reasons = Counter()
-            for row in (
-                out.quarantine.groupBy(
-                    "file", (F.col("event_type_name") == "TABLE_MAP").alias("of_map"), "stage", "code", "severity"
-                )
-                .agg(F.count(F.lit(1)).alias("n"))
-                .collect()
-            ):
-                out.reasons[(row.stage, row.code, row.severity)] += int(row.n)
-                if row.of_map is False:
-                    queries_failed[row.file] += int(row.n)
-        reused = {
-            row.file: (int(row.n), [int(o) for o in row.at])
-            for row in out.table_id_lifecycle.groupBy("file")  # type: ignore[union-attr]
-            .agg(
-                F.sum(F.col("reused_for_other_table").cast("int")).alias("n"),
-                F.slice(
-                    F.array_sort(F.collect_set(F.when(F.col("reused_for_other_table"), F.col("first_offset")))),
-                    1,
-                    FIRST_OFFSETS,
-                ).alias("at"),
-            )
-            .collect()
-        }
+        out.reasons = Counter()
+        for row in first.rows("problems") + second.rows("problems"):
+            out.reasons[(Layer.SILVER.value, row["code"], row["severity"])] += int(row["n"])
+            if row["of_map"]:
+                lost, seen = failed.get(row["file"], (0, 0))
+                failed[row["file"]] = (lost + int(row["rows_events"]), seen + int(row["n"]))
+            else:
+                queries_failed[row["file"]] += int(row["n"])
+        nameless = {row["file"]: int(row["n"]) for row in second.rows("nameless")}
+        for f in pending:
+            nameless.setdefault(f, 0)
+        reused: dict[str, tuple[int, list[int]]] = {}
+        for row in lifecycle:
+            if row["reused_for_other_table"]:
+                n, at = reused.get(row["file"], (0, []))
+                reused[row["file"]] = (n + 1, sorted([*at, row["first_offset"]])[:FIRST_OFFSETS])
         unmapped = {f: int(files[f]["unmapped_rows_events"] or 0) + failed.get(f, (0, 0))[0] for f in pending}
-        unmapped_at = _unmapped_at(ctx, [f for f in pending if unmapped[f]], maps_out) if any(unmapped.values()) else {}
+        unmapped_at = _unmapped_at(ctx, [f for f in pending if unmapped[f]], out) if any(unmapped.values()) else {}
         out.facts = {
             "files": pd.DataFrame(
                 [
@@ -590,6 +508,23 @@ class SilverStage:
         ctx.state.record(Layer.SILVER, out.progress)
 
 
+@dataclass
+class _Handed:
+    """What one job's tasks handed back, by kind."""
+
+    rows_of: list[Any]
+
+    def rows(self, kind: str) -> list[dict[str, Any]]:
+        return [row[kind].asDict(recursive=True) for row in self.rows_of if row.kind == kind]
+
+    def files(self, spec: TableSpec) -> tuple[StagedFile, ...]:
+        return tuple(
+            f
+            for f in (StagedFile.of(row.staged) for row in self.rows_of if row.kind == "staged")
+            if f.table == spec.folder
+        )
+
+
 def _needs_quarantine_write(ctx: Context, out: SilverOutput) -> bool:
     """Whether silver has quarantine rows to write or rows of earlier builds of these files to remove."""
     previous = ctx.state.progress(Layer.SILVER)
@@ -613,23 +548,23 @@ def _outcome(result: DdlResult) -> tuple[Any, ...]:
     return (result.error is None, result.error, list(result.objects))
 
 
-def _unmapped_at(ctx: Context, files: list[str], maps_out: DataFrame) -> dict[str, list[int]]:
+def _unmapped_at(ctx: Context, files: list[str], out: SilverOutput) -> dict[str, list[int]]:
     """File -> the first offsets of its rows events without a decoded TABLE_MAP in force: none in
-    force (bronze found none), or one whose body did not decode.  Run only for files that have some:
-    it reads their bronze rows events' positions (silver reads no rows event otherwise)."""
-    bad_maps = maps_out.where(F.col("problem_code").isNotNull() & (F.col("problem_severity") == "error")).select(
-        F.col("file").alias("m_file"),
-        F.col("offset").alias("m_offset"),
-        F.coalesce("inner_index", F.lit(-1)).alias("m_inner"),
-        F.lit(True).alias("bad_map"),
+    force (bronze found none), or one whose body did not decode (in the quarantine rows written).
+    Run only for files that have some: it reads their bronze rows events' positions (silver reads no
+    rows event otherwise)."""
+    problems = ctx.lake.staged_frame(QUARANTINE, out.quarantine) if isinstance(out.quarantine, Staged) else None
+    bad_maps = (
+        (problems if problems is not None else ctx.spark.createDataFrame([], QUARANTINE.schema))
+        .where((F.col("event_type_name") == "TABLE_MAP") & (F.col("severity") == "error"))
+        .select(
+            F.col("file").alias("m_file"),
+            F.col("offset").alias("m_offset"),
+            F.coalesce("inner_index", F.lit(-1)).alias("m_inner"),
+            F.lit(True).alias("bad_map"),
+        )
     )
-    events = (
-        ctx.lake.read_or_empty(BINLOG_EVENTS)
-        .where(file_predicate(files))
-        .where(F.col("event_class") == "rows")
-        .transform(trusted)
-        .select("file", "offset", "map_offset", "map_inner_index")
-    )
+    events = bronze_events(ctx, files, ("rows",)).select("file", "offset", "map_offset", "map_inner_index")
     joined = events.join(
         F.broadcast(bad_maps),
         (F.col("file") == F.col("m_file"))
@@ -654,12 +589,10 @@ def _ddl_share(results: dict[tuple[str, int, int], DdlResult], pending: list[str
 
 
 __all__ = [
-    "MAPS_OUT",
     "NAMELESS_MAPS",
-    "QUERIES_OUT",
     "SilverOutput",
     "SilverStage",
-    "decode_queries",
-    "decode_table_maps",
+    "bronze_events",
+    "ddl_rows",
     "load_seed",
 ]

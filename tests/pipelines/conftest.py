@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from pyarrow import fs as pafs
 
-from pipelines import storage
+from pipelines import filesystems
 from tests.fixtures.truth import FIXTURES
 
 SAMPLE = FIXTURES / "sample"
@@ -33,10 +33,10 @@ class RecordingS3:
 @pytest.fixture
 def recording_s3(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[dict[str, Any]]]:
     """``S3FileSystem`` replaced by ``RecordingS3``; yields the arguments of every one built."""
-    storage._arrow_filesystem.cache_clear()
-    storage._bucket_region.cache_clear()
+    filesystems._arrow_filesystem.cache_clear()
+    filesystems._bucket_region.cache_clear()
     RecordingS3.built = []
     monkeypatch.setattr(pafs, "S3FileSystem", RecordingS3)
     yield RecordingS3.built
-    storage._arrow_filesystem.cache_clear()
-    storage._bucket_region.cache_clear()
+    filesystems._arrow_filesystem.cache_clear()
+    filesystems._bucket_region.cache_clear()

@@ -11,8 +11,10 @@ import pytest
 
 from binlog_core.columns import DecodeOptions
 from pipelines.bronze.transforms import frame_batches
-from pipelines.gold.decode import decode_partition
+from pipelines.gold.write import GoldTargets, staged_decode
 from pipelines.silver.decode import query_rows, table_map_rows
+from pipelines.staging import TableTarget
+from pipelines.tables import CHANGES, QUARANTINE
 from pipelines.workers import FIRST_GENERATION, rarely_collected
 
 WORKER = (700, 10, 10)
@@ -37,7 +39,14 @@ WALKS: dict[str, Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]]
     "bronze framing": frame_batches,
     "silver table maps": lambda batches: table_map_rows(batches, pa.schema([]), {}),
     "silver queries": lambda batches: query_rows(batches, pa.schema([]), {}),
-    "gold rows events": decode_partition({}, [], [], {}, DecodeOptions()),
+    "gold rows events": staged_decode(
+        {},
+        [],
+        [],
+        {},
+        DecodeOptions(),
+        GoldTargets({}, TableTarget.of(CHANGES, "/nowhere/c", {}), TableTarget.of(QUARANTINE, "/nowhere/q", {}), "r"),
+    ),
 }
 
 

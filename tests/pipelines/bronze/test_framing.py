@@ -390,6 +390,24 @@ def test_an_event_failing_its_checksum_is_kept_and_quarantined_with_its_body() -
         None,
     )
     assert summary.resume_offset == 430  # that transaction is still open at the end of the file
+    assert summary.located == {"checksum_failures": [672]}  # where the gate's count is
+
+
+def _with_bad_checksums(data: bytes, count: int) -> tuple[bytes, list[int]]:
+    """``data`` with the CRC32 of ``count`` of its events broken (every tenth after the first), and their offsets."""
+    offsets = [e.offset for e in iter_events(io.BytesIO(data), "b")][10 : 10 * (count + 1) : 10]
+    damaged = bytearray(data)
+    for offset in offsets:
+        size = int.from_bytes(damaged[offset + 9 : offset + 13], "little")
+        damaged[offset + size - 1] ^= 0xFF
+    return bytes(damaged), offsets
+
+
+def test_the_walk_keeps_the_first_offsets_of_its_checksum_failures_for_the_gate() -> None:
+    data, offsets = _with_bad_checksums((FIXTURES / "sample" / "mysql-bin.000002").read_bytes(), 7)
+    _events, _quarantine, summary = frame(data)
+    assert summary.checksum_failures == 7
+    assert summary.located == {"checksum_failures": offsets[:5]}
 
 
 def _decoder_problems(path: Path) -> list[tuple[int, str, str, str]]:
@@ -429,6 +447,7 @@ def test_an_unknown_event_type_is_kept_raw_and_quarantined_as_a_warning() -> Non
         (281, "UNKNOWN_EVENT_TYPE", "warning", unknown[0].body)
     ]
     assert summary.unknown_events == 1
+    assert summary.located == {"unknown_events": [281]}
 
 
 @pytest.mark.corpus

@@ -238,8 +238,7 @@ class Grown:
 def grown(spark: SparkSession, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Grown]:
     """sample/mysql-bin.000002 cut at :data:`CUT` (the server is writing a rows event), 000004 and
     000005 whole; then 000002 whole (the transaction ended) and 000004 rewritten in place with
-    000003's longer content; a run killed after writing only ``binlog_events`` (twice over, as a retried
-    write would); a full run; and, for
+    000003's longer content; two runs killed after writing only ``binlog_events``; a full run; and, for
     comparison, one run over the final files in a fresh lakehouse."""
     root = tmp_path_factory.mktemp("grown")
     binlogs = root / "binlogs"
@@ -255,13 +254,13 @@ def grown(spark: SparkSession, tmp_path_factory: pytest.TempPathFactory) -> Iter
 
     place(active, data, T0 + 60)
     place(rewritten, (SAMPLE / "mysql-bin.000003").read_bytes(), T0 + 60)
-    ctx = Context(spark, cfg, Lakehouse(spark, cfg.storage), "killed")
-    killed = BronzeStage().build(ctx)
-    assert killed.events is not None
-    for _retry in range(2):  # killed before the other writes, after writing binlog_events twice
+    for attempt in range(2):  # killed twice before the other writes, each time after writing binlog_events
+        ctx = Context(spark, cfg, Lakehouse(spark, cfg.storage), f"killed-{attempt}")
+        killed = BronzeStage().build(ctx)
+        assert killed.events is not None
         ctx.lake.write(Write(BINLOG_EVENTS, killed.events, killed.replace_predicate))
-    killed_files, killed_resumed = list(killed.files), dict(killed.resumed)
-    killed.release()
+        killed_files, killed_resumed = list(killed.files), dict(killed.resumed)
+        killed.release()
     second = bronze(spark, cfg, run_id="second")
 
     once_cfg = config(binlogs, root / "once")

@@ -1,6 +1,7 @@
-"""How the bronze framing tasks open their files and hand their rows to Spark: local paths directly,
+"""How the bronze framing tasks open their files and what they do with the rows: local paths directly,
 object-store URIs with ``pyarrow.fs`` configured from the Hadoop settings the driver hands over,
-rows as Arrow batches of the ``FRAMED`` union whose event part is ``binlog_events`` without run id.
+rows as Arrow batches of the ``FRAMED`` union whose event part is ``binlog_events`` without run id,
+written by the task into files of ``binlog_events`` and ``quarantine`` with the run id.
 
 Object-store files are read from a server speaking the S3 API on 127.0.0.1 (moto, ``s3_server``).
 """
@@ -17,27 +18,38 @@ from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 from pyspark.sql import SparkSession
 from pyspark.sql.pandas.types import to_arrow_schema
 
+from conf import StorageSettings
 from pipelines.bronze.discover import Decision, WorkItem
 from pipelines.bronze.discover import resume_point as resume_of_row
-from pipelines.bronze.framing import EventRow, FileSummary, QuarantineRow, ResumePoint, frame_file
+from pipelines.bronze.framing import (
+    EventRow,
+    FileSummary,
+    PartFacts,
+    QuarantineRow,
+    ResumePoint,
+    frame_file,
+    plan_parts,
+)
 from pipelines.bronze.stage import TASK_BYTES, work_frame
 from pipelines.bronze.transforms import (
     FILE_SUMMARY,
     WORK_ITEMS,
     frame_batches,
     frame_files,
-    framed_events,
-    framed_quarantine,
-    framed_summaries,
     open_binary,
+    part_json,
     resume_json,
     resume_point,
+    staged_framing,
 )
-from pipelines.storage import UnsupportedSchemeError
+from pipelines.filesystems import UnsupportedSchemeError
+from pipelines.staging import StagedFile, TableTarget, file_uri
+from pipelines.storage import Lakehouse
 from pipelines.tables import BINLOG_EVENTS, QUARANTINE
 from tests.fixtures.truth import FIXTURES
 from tests.harness.s3 import S3Server
@@ -178,20 +190,34 @@ def test_small_files_share_framing_tasks_and_large_ones_get_a_task_each(spark: S
     assert work_frame(spark, items([3 * TASK_BYTES]), max_tasks=1).rdd.getNumPartitions() == 1
 
 
-def test_spark_splits_the_framed_union_into_rows_of_binlog_events_and_quarantine_with_the_run_id(
+def _staged_rows(target: TableTarget, staged: list[StagedFile]) -> list[dict[str, Any]]:
+    """The rows of a table's staged files, partition values put back."""
+    rows = []
+    for f in staged:
+        for row in pq.read_table(file_uri(target.location, f).removeprefix("file://")).to_pylist():
+            rows.append({**row, **f.partition_values})
+    return rows
+
+
+def test_framing_tasks_write_binlog_events_and_quarantine_with_the_run_id_and_hand_back_summaries_and_files(
     spark: SparkSession, tmp_path: Path
 ) -> None:
     cut = tmp_path / "mysql-bin.000004"
     cut.write_bytes((SAMPLE / "mysql-bin.000004").read_bytes()[:5000])  # the active binlog, mid-event
     paths = (SAMPLE / "mysql-bin.000005", cut)
     items = [WorkItem(f"file:{p}", p.name, p.stat().st_size, LISTED, None, Decision.NEW) for p in paths]
-    framed = work_frame(spark, items).transform(frame_files())
-    events = framed.transform(framed_events("run-7"))
-    quarantine = framed.transform(framed_quarantine("run-7"))
-    assert events.schema == BINLOG_EVENTS.schema
-    assert quarantine.schema == QUARANTINE.schema
+    lake = Lakehouse(spark, StorageSettings(root=str(tmp_path / "lake"), register_tables=False))
+    events, quarantine = lake.target(BINLOG_EVENTS), lake.target(QUARANTINE)
+    out = work_frame(spark, items).transform(frame_files(events, quarantine, "run-7")).collect()
+
+    assert {row.kind for row in out} == {"file", "staged"}  # no piece: no map is handed back
+    staged = [StagedFile.of(row.staged) for row in out if row.kind == "staged"]
+    assert {f.table for f in staged} == {"bronze/binlog_events", "bronze/quarantine"}
+    written = [f for f in staged if f.table == "bronze/binlog_events"]
+    assert all(f.path.startswith(f"event_class={f.partition_values['event_class']}/") for f in written)
     got = sorted(
-        (r.file_name, r.offset, _inner(r.inner_index), r.run_id, r.event_class, r.body) for r in events.collect()
+        (r["file_name"], r["offset"], _inner(r["inner_index"]), r["run_id"], r["event_class"], r["body"])
+        for r in _staged_rows(events, written)
     )
     want = sorted(
         (p.name, e.offset, _inner(e.inner_index), "run-7", e.event_class, e.body)
@@ -199,12 +225,46 @@ def test_spark_splits_the_framed_union_into_rows_of_binlog_events_and_quarantine
         for e in _direct(p, f"file:{p}")[0]
     )
     assert got == want
+    assert sum(f.num_records for f in written) == len(want)
     truncated = _direct(cut, f"file:{cut}")[2].framed_until
-    assert [(q.file, q.stage, q.code, q.severity, q.offset, q.run_id) for q in quarantine.collect()] == [
+    problems = _staged_rows(quarantine, [f for f in staged if f.table == "bronze/quarantine"])
+    assert [(q["file"], q["stage"], q["code"], q["severity"], q["offset"], q["run_id"]) for q in problems] == [
         (f"file:{cut}", "bronze", "TRUNCATED", "warning", truncated, "run-7")
     ]
-    summaries = framed.transform(framed_summaries).collect()
+    summaries = [row.file for row in out if row.kind == "file"]
     assert sorted((s.file_name, s.status, s.size) for s in summaries) == [
         ("mysql-bin.000004", "truncated", 5000),
         ("mysql-bin.000005", "complete", 408),
     ]
+
+
+def test_a_piece_after_the_first_hands_back_the_first_map_of_each_table_and_writes_every_other_event(
+    tmp_path: Path,
+) -> None:
+    path = SAMPLE / "mysql-bin.000002"
+    data = path.read_bytes()
+    parts = plan_parts(functools.partial(path.open, "rb"), len(data), 3)
+    assert len(parts) == 3
+    events = TableTarget.of(BINLOG_EVENTS, str(tmp_path / "events"), {})
+    quarantine = TableTarget.of(QUARANTINE, str(tmp_path / "quarantine"), {})
+    whole = {(e.offset, e.inner_index): e for e in _direct(path, str(path))[0]}
+    for number, part in enumerate(parts):
+        item = {"file": str(path), "file_name": path.name, "size": len(data), "modification_time": LISTED,
+                "resume": None, "part": part_json(part)}  # fmt: skip
+        work = pa.RecordBatch.from_pylist([item], schema=to_arrow_schema(WORK_ITEMS, timezone="UTC"))
+        out = pa.Table.from_batches(
+            list(staged_framing(frame_batches(iter([work])), events, quarantine, "r"))
+        ).to_pylist()
+        handed = [row["event"] for row in out if row["kind"] == "event"]
+        summary = next(row["file"] for row in out if row["kind"] == "file")
+        firsts = {(o, i) for o, i, _digest in PartFacts.from_json(summary["part"]).first_maps.values()}
+        written = _staged_rows(events, [StagedFile.of(r["staged"]) for r in out if r["kind"] == "staged"])
+        if number == 0:
+            assert handed == []  # the first piece's shapes are a single walk's
+        else:
+            assert {(e["offset"], e["inner_index"]) for e in handed} == firsts and firsts
+            assert all(e["event_type_name"] == "TABLE_MAP" and e["shape_changed"] for e in handed)
+        in_piece = {k for k in whole if part.start <= k[0] < (part.end or len(data))}
+        assert {(r["offset"], r["inner_index"]) for r in written} == in_piece - {
+            (e["offset"], e["inner_index"]) for e in handed
+        }

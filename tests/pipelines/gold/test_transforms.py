@@ -1,13 +1,11 @@
-"""Gold transforms in Spark over real binlogs: the join to the map bronze recorded, the decode in
-``mapInArrow``, the projections into ``changes``, the typed tables and the quarantine; and the
-typed layout of a table whose columns change.
+"""Gold transforms in Spark over real binlogs: the join to the map bronze recorded, the row counts of
+the table-id lifecycle; and the typed layout of a table whose columns change.
 """
 
 from __future__ import annotations
 
 import re
 from collections import Counter
-from collections.abc import Iterator
 from datetime import UTC, datetime
 from decimal import Decimal
 from pathlib import Path
@@ -15,25 +13,14 @@ from typing import Any
 
 import pytest
 from pyspark.sql import DataFrame, SparkSession
-from pyspark.sql.pandas.types import from_arrow_schema
 from pyspark.sql.types import DecimalType, IntegerType, StringType, StructField, StructType, TimestampType
 
-from binlog_core.columns import DecodeOptions
-from pipelines.gold.decode import PLAN_COLUMNS
 from pipelines.gold.names import gold_table_name
-from pipelines.gold.transforms import (
-    changes_of,
-    decode_rows_events,
-    problems_of,
-    rows_input,
-    table_layout,
-    typed_of,
-    with_row_counts,
-)
-from pipelines.tables import BINLOG_EVENTS, CHANGES, QUARANTINE, TABLE_ID_LIFECYCLE, typed_change_table
-from tests.fixtures.truth import FIXTURES, load_variant
+from pipelines.gold.transforms import rows_input, table_layout, with_row_counts
+from pipelines.tables import BINLOG_EVENTS, TABLE_ID_LIFECYCLE
+from tests.fixtures.truth import FIXTURES
 from tests.harness.corpus import corpus_path
-from tests.pipelines.gold.inputs import SERVER, GoldInputs, framed, gold_inputs
+from tests.pipelines.gold.inputs import framed
 
 SAMPLE_2 = FIXTURES / "sample" / "mysql-bin.000002"
 PAYLOAD = "mysql-binlog-connector-rust/mysql-bin.000057"
@@ -83,83 +70,6 @@ def test_each_rows_event_gets_the_plan_of_the_map_bronze_recorded_for_it(spark: 
     assert got == expected
     assert Counter(v is None for v in got.values()) == {False: len(rows_events) - dropped["rows_events"], True: 1}
     assert any(k[2] is not None for k, v in got.items() if v is not None)  # inner events joined on their index
-
-
-@pytest.fixture(scope="module")
-def decoded(spark: SparkSession) -> Iterator[tuple[GoldInputs, DataFrame]]:
-    """The rows events of sample file 2 decoded in Spark; the first one without a map in force."""
-    inputs = gold_inputs([SAMPLE_2])
-    rows = [{**inputs.rows[0], "plan_key": None}, *inputs.rows[1:]]
-    frame = spark.createDataFrame(
-        [
-            {
-                **r,
-                "commit_timestamp": None
-                if r["commit_timestamp"] is None
-                else datetime.fromtimestamp(r["commit_timestamp"] / 1e6, UTC),
-            }
-            for r in rows
-        ],
-        from_arrow_schema(inputs.batch(rows).schema),
-    )
-    out = frame.transform(
-        decode_rows_events(inputs.plans, inputs.images, inputs.tables, {str(SAMPLE_2): SERVER}, DecodeOptions())
-    ).persist()
-    yield inputs, out
-    out.unpersist()
-
-
-def plan_columns(spark: SparkSession, inputs: GoldInputs) -> DataFrame:
-    """The plans' column names and kinds, as the gold stage hands them to :func:`changes_of`."""
-    return spark.createDataFrame([(k, *columns) for k, columns in inputs.columns.items()], PLAN_COLUMNS)
-
-
-def test_changes_hold_every_decoded_row_change_with_the_changes_columns(
-    spark: SparkSession, decoded: tuple[GoldInputs, DataFrame]
-) -> None:
-    inputs, out = decoded
-    changes = out.transform(changes_of("gold-run", plan_columns(spark, inputs)))
-    assert changes.columns == CHANGES.names
-    rows = changes.collect()
-    truth = [c for c in load_variant("sample").changes if c.file == SAMPLE_2.name]
-    first = inputs.rows[0]
-    lost = [r for b in inputs.decode([first]) for r in b.to_pylist() if r["kind"] == "change"]
-    assert len(lost) >= 1
-    assert len(rows) == len(truth) - len(lost)
-    assert all(r.offset != first["offset"] for r in rows)
-    assert {r.run_id for r in rows} == {"gold-run"} and {r.server for r in rows} == {SERVER}
-    # each change names its table's columns, in order, and their kinds, one per column
-    shapes = {c.shape.table: c.shape.names for c in truth}
-    assert {(r.table_name, tuple(r.column_names)) for r in rows} == {(t, tuple(n)) for t, n in shapes.items()}
-    assert all(len(r.column_kinds) == len(r.column_names) and all(r.column_kinds) for r in rows)
-
-
-def test_each_typed_table_gets_its_own_tables_rows_in_its_own_struct(
-    spark: SparkSession, decoded: tuple[GoldInputs, DataFrame]
-) -> None:
-    inputs, out = decoded
-    counts = {}
-    for index, name in enumerate(inputs.tables):
-        spec = typed_change_table(name, inputs.images[index])
-        typed = out.transform(typed_of(index, spec, "gold-run"))
-        assert typed.columns == spec.names
-        assert typed.schema["after"].dataType == inputs.images[index]
-        counts[name] = typed.count()
-    changes = out.transform(changes_of("gold-run", plan_columns(spark, inputs)))
-    per_table = changes.groupBy("schema_name", "table_name").count().collect()
-    assert counts == {gold_table_name(r.schema_name, r.table_name): r["count"] for r in per_table}
-    assert sorted(counts) == ["shop__carts", "shop__customers", "shop__order_items", "shop__orders", "shop__products"]
-
-
-def test_a_rows_event_without_a_map_becomes_one_gold_quarantine_row(decoded: tuple[GoldInputs, DataFrame]) -> None:
-    inputs, out = decoded
-    first = inputs.rows[0]
-    rows = out.transform(problems_of("gold-run")).collect()
-    assert [(r.stage, r.file, r.offset, r.event_type_name, r.code, r.severity, r.run_id) for r in rows] == [
-        ("gold", str(SAMPLE_2), first["offset"], "UPDATE_ROWS_V1", "UNKNOWN_TABLE_ID", "error", "gold-run")
-    ]
-    assert bytes(rows[0].body) == first["body"]
-    assert list(rows[0].asDict()) == QUARANTINE.names
 
 
 def test_lifecycle_rows_are_the_changes_counted_per_id_and_zero_for_an_id_without_any(spark: SparkSession) -> None:

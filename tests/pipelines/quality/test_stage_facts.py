@@ -15,9 +15,10 @@
     recomputed: the bytes are what a server could have written.
 
 * the Data Docs of that run, rendered by headless Chromium: the failed gold check names the file,
-  the gold table and the first offending offset;
-* bronze's offsets of checksum failures, unknown event types and gaps
-  (:func:`pipelines.bronze.stage.located_problems`) over framed rows made by hand.
+  the gold table and the first offending offset.
+
+Where bronze's framing walk places checksum failures and unknown event types
+(``FileSummary.located``) is tested with the walk (``tests/pipelines/bronze/test_framing.py``).
 """
 
 from __future__ import annotations
@@ -44,8 +45,7 @@ from conf import AppConfig, InputSettings, StorageSettings
 from conf.models import QualitySettings
 from pipelines import run as run_module
 from pipelines.bronze.framing import FileSummary, frame_file
-from pipelines.bronze.stage import bronze_facts, located_problems
-from pipelines.bronze.transforms import FRAMED
+from pipelines.bronze.stage import bronze_facts
 from pipelines.exits import Exit
 from pipelines.quality.gate import GateOutcome
 from pipelines.quality.gx import QualityProject
@@ -110,39 +110,6 @@ def test_bronze_facts_tell_each_files_gaps_tail_checksums_readability_and_unknow
 def test_bronze_facts_of_no_file_are_an_empty_frame_with_the_gates_columns() -> None:
     facts = bronze_facts([])
     assert (len(facts), list(facts.columns)) == (0, ["file", *BRONZE, *(f"{name}_at" for name in BRONZE)])
-
-
-def framed_event(file: str, offset: int, size: int, **fields: Any) -> dict[str, Any]:
-    """A framed ``event`` row (``FRAMED``): the columns bronze needs to place it, the rest null."""
-    struct = FRAMED["event"].dataType
-    event: dict[str, Any] = {f.name: None for f in struct.fields}  # type: ignore[attr-defined]
-    event.update({"file": file, "file_name": file, "offset": offset, "event_size": size, "event_type_name": "QUERY"})
-    event.update(fields)
-    return {"kind": "event", "event": event, "quarantine": None, "file": None}
-
-
-def test_bronze_places_checksum_failures_unknown_event_types_and_gaps_at_their_first_offsets(
-    spark: SparkSession,
-) -> None:
-    events = [
-        framed_event("a", 4, 100, event_type_name="FORMAT_DESCRIPTION"),
-        framed_event("a", 104, 50, checksum_ok=False),
-        framed_event("a", 154, 10, event_type_name="UNKNOWN_99"),
-        framed_event("a", 200, 20),  # 164 expected: a gap of 36 bytes
-        framed_event("a", 200, 5, inner_index=0),  # inside a compressed transaction: not a gap
-        framed_event("a", 220, 30, checksum_ok=False),
-        framed_event("b", 4, 10, checksum_ok=False),
-        *(framed_event("b", 14 + 10 * i, 10, event_type_name="UNKNOWN_42") for i in range(7)),
-        framed_event("c", 1000, 10, checksum_ok=False),  # resumed at 1000; c is not asked for
-    ]
-    framed = spark.createDataFrame(events, FRAMED)
-
-    located = located_problems(framed, ["a", "b"])
-
-    assert located == {
-        "a": {"checksum_failures": [104, 220], "unknown_events": [154], "offset_gaps": [200]},
-        "b": {"checksum_failures": [4], "unknown_events": [14, 24, 34, 44, 54]},
-    }
 
 
 # -- damaged sample files through a whole run ------------------------------------------------------

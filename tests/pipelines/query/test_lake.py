@@ -8,6 +8,7 @@ import pytest
 from pyspark.sql import SparkSession
 
 from conf import StorageSettings
+from pipelines.filesystems import s3_filesystem_kwargs
 from pipelines.query.lake import (
     LakeTables,
     TableNotFoundError,
@@ -15,7 +16,7 @@ from pipelines.query.lake import (
     hadoop_settings,
     layer_databases,
 )
-from pipelines.storage import Lakehouse, s3_filesystem_kwargs
+from pipelines.storage import Lakehouse
 from pipelines.tables import CATALOGED
 
 

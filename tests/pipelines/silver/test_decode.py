@@ -27,7 +27,7 @@ from binlog_core.table_map import TableMap, decode_table_map
 from pipelines.bronze.framing import EventRow, FileSummary, frame_file
 from pipelines.silver.ddl import SchemaRegistry
 from pipelines.silver.decode import Descriptions, mysql_type, query_rows, shape_key, status_vars, table_map_rows
-from pipelines.silver.stage import MAP_INPUT, MAPS_OUT, QUERIES_OUT, QUERY_INPUT
+from pipelines.silver.write import MAP_INPUT, MAPS_OUT, QUERIES_OUT, QUERY_INPUT
 from pipelines.tables import BINLOG_EVENTS
 from tests.fixtures.truth import FIXTURES
 
