@@ -65,9 +65,9 @@ def child(mode: str, input_path: Path, config: str, out: Path) -> Result:
         }
     )
     started = time.perf_counter()
-    spark = build_spark(cfg.spark)
+    spark = build_spark(cfg.spark, one_run=True)  # as the job command starts it
     try:
-        report = run(spark, cfg, STAGES, err=sys.stderr, progress_every=None, one_run=True)
+        report = run(spark, cfg, STAGES, err=sys.stderr, progress_every=None)
         result: Result = {"seconds": time.perf_counter() - started}
         if report.failed_gate is not None or report.exit_code not in (Exit.OK, Exit.BAD_INPUT):
             raise SystemExit(f"the run ended with exit code {int(report.exit_code)} (gate {report.failed_gate})")

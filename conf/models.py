@@ -230,10 +230,8 @@ class SparkSettings(Section):
             "A stage whose binlog files total less than this many MiB runs its queries without adaptive "
             "execution and code generation (`spark.sql.adaptive.enabled`, `spark.sql.codegen.wholeStage`, "
             "`spark.sql.codegen.factoryMode`): on little data, planning and compiling cost more than the rows. "
-            "Larger stages keep Spark's defaults, and so does a key set in `conf`. In the JVM a job command "
-            "starts for its one run, such a stage's code also stays with HotSpot's quick compiler (C1), "
-            "through a compiler directive added for the stage: the optimizing one (C2) would cost more CPU "
-            "than the work. On a lake on a local file system, such a stage's frames (the tables its tasks do "
+            "Larger stages keep Spark's defaults, and so does a key set in `conf`. On a lake on a local file "
+            "system, such a stage's frames (the tables its tasks do "
             "not write themselves) are also written on the driver, by delta-rs (see the README's Tables "
             "section). `0`: never."
         ),

@@ -247,7 +247,6 @@ def _run(args: argparse.Namespace, cfg: AppConfig, spark: SparkSession | None) -
                     COMMANDS[args.command],
                     progress_every=args.progress_every or None,
                     run_id=run_id,
-                    one_run=spark is None,
                 )
                 report.logical_date = args.logical_date
                 text = summary(session, cfg, report)
@@ -294,7 +293,7 @@ def _session(cfg: AppConfig, scratch: str, run_id: str) -> SparkSession:
     """The run's Spark session: scratch in the run's folder, the JVM's output in the run's log file."""
     from pipelines.session import build_spark  # noqa: PLC0415
 
-    return build_spark(cfg.spark, scratch=scratch, log_file=log_file(cfg, run_id))
+    return build_spark(cfg.spark, scratch=scratch, log_file=log_file(cfg, run_id), one_run=True)
 
 
 def log_file(cfg: AppConfig, run_id: str) -> str:

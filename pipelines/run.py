@@ -234,14 +234,12 @@ def run(
     err: TextIO | None = None,
     progress_every: float | None = PROGRESS_EVERY,
     run_id: str | None = None,
-    one_run: bool = False,
 ) -> RunReport:
     """Run ``stages`` in order; a failed gate stops the run (``report.failed_gate``).
 
     Progress lines go to ``err`` (``sys.stderr`` as it is when the run starts, by default);
     ``progress_every``: seconds between two reports of Spark's running jobs (None or 0:
-    milestones only); ``one_run``: the session's JVM was started for this run and ends with it
-    (:class:`pipelines.execution.ExecutionMode`).  An :class:`pipelines.control.Interrupted`
+    milestones only).  An :class:`pipelines.control.Interrupted`
     raised meanwhile (SIGINT, SIGTERM) goes on up with ``report`` attached and
     ``report.interrupted`` set; nothing more is asked of Spark then.
 
@@ -256,7 +254,7 @@ def run(
         if table.layer not in (Layer.QUALITY, Layer.STATE) and "say" in current:
             current["say"](f"wrote {table.layer.value}.{table.name}")
 
-    execution = ExecutionMode(spark, cfg.spark.small_work_mib, one_run=one_run)
+    execution = ExecutionMode(spark, cfg.spark.small_work_mib)
     lake = Lakehouse(spark, cfg.storage, on_write=wrote, small_work=lambda: execution.small)
     quality = QualityProject(project_folder(cfg))
 
@@ -264,6 +262,7 @@ def run(
         execution.fit(size)
         quality.prepare()
         lake.warm_catalog()
+        lake.warm_commits()
 
     ctx = Context(spark, cfg, lake, report.run_id, expect_work=expect_work)
     tracker = spark.sparkContext.statusTracker()

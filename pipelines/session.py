@@ -60,6 +60,7 @@ __all__ = [
     "GARBAGE_COLLECTOR",
     "LAUNCH_SETTINGS",
     "MALLOC_ARENA_MAX",
+    "QUICK_COMPILER",
     "RESOLVED",
     "ROW_GROUP_BYTES",
     "SESSION_SETTINGS",
@@ -132,6 +133,13 @@ the JVM's own choice on two or more CPUs is G1, whose concurrent work competes w
 local run for the same few cores (the throughput collector: about 4 % faster end to end on the
 256 MiB binlog of ``bench/``)."""
 
+QUICK_COMPILER = "-XX:TieredStopAtLevel=1"
+"""The compiler of a driver JVM this process starts for one run (a job command): HotSpot's quick
+compiler (C1) only.  The rows are the Python tasks' work; the JVM plans, schedules, reads files for
+the tasks and commits, and its optimizing compiler (C2) spent more CPU on that code than the code
+itself (on the 256 MiB binlog of ``bench/``: 14 CPU-seconds of C2 in a run of about 45 seconds on two
+cores) before the process ends.  A long-lived session (a notebook, the tests) keeps both compilers."""
+
 _CHOSEN_GC = re.compile(r"-XX:\+Use\w*GC\b")
 """A Java option choosing a garbage collector (``-XX:+UseG1GC``, ...)."""
 
@@ -173,9 +181,14 @@ def _conf_value(value: str | bool | int | float) -> str:
 
 
 def spark_options(
-    cfg: SparkSettings, launched: Mapping[str, str] | None = None, *, scratch: str | None = None
+    cfg: SparkSettings,
+    launched: Mapping[str, str] | None = None,
+    *,
+    scratch: str | None = None,
+    one_run: bool = False,
 ) -> dict[str, str]:
-    """The Spark settings for ``cfg``; ``launched`` is the conf of an already running JVM, if any.
+    """The Spark settings for ``cfg``; ``launched`` is the conf of an already running JVM, if any;
+    ``one_run``: a JVM this process starts ends with the run it is started for (:data:`QUICK_COMPILER`).
 
     When ``launched`` is given (spark-submit, or an existing SparkContext), launch-time settings
     (``LAUNCH_SETTINGS``) are left to it, and every computed setting it already has keeps its
@@ -218,6 +231,8 @@ def spark_options(
     java_options: list[str] = []
     if launched is None and not _CHOSEN_GC.search(_conf_value(cfg.conf.get(JAVA_OPTIONS, ""))):
         java_options.append(GARBAGE_COLLECTOR)
+    if launched is None and one_run:
+        java_options.append(QUICK_COMPILER)
     archive = class_archive(cfg) if launched is None else None
     if archive is not None and archive.is_file():
         java_options += [f"-XX:SharedArchiveFile={archive}", *CLASS_ARCHIVE_QUIET]
@@ -345,7 +360,9 @@ def launcher_conf() -> dict[str, str] | None:
     return None
 
 
-def build_spark(cfg: SparkSettings, *, scratch: str | None = None, log_file: str | None = None) -> SparkSession:
+def build_spark(
+    cfg: SparkSettings, *, scratch: str | None = None, log_file: str | None = None, one_run: bool = False
+) -> SparkSession:
     """Create (or join) the Spark session described by ``cfg``, with Delta Lake enabled.
 
     When this process starts Spark, Python workers run this very interpreter (``PYSPARK_PYTHON``
@@ -354,13 +371,14 @@ def build_spark(cfg: SparkSettings, *, scratch: str | None = None, log_file: str
     A JVM started here gets ``MALLOC_ARENA_MAX`` (unless the environment sets it) to bound its
     native memory; ``scratch`` as its ``spark.local.dir`` and temporary folder; and, with
     ``log_file``, its whole console output (Ivy's resolution, Spark's and Hive's log lines) in that
-    file instead of the terminal.
+    file instead of the terminal; ``one_run``: the JVM is started for one run of the pipeline
+    (:data:`QUICK_COMPILER`).
 
         >>> spark = build_spark(load_config("conf/local.yaml").spark)
         >>> spark.range(3).write.format("delta").save("/tmp/numbers")
     """
     launched = launcher_conf()
-    options = spark_options(cfg, launched, scratch=scratch)
+    options = spark_options(cfg, launched, scratch=scratch, one_run=one_run)
     master = cfg.master if launched is None else launched.get("spark.master")
     if launched is None:
         os.environ["PYSPARK_PYTHON"] = sys.executable

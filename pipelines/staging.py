@@ -318,12 +318,27 @@ class _Stats:
 
 # -- the writer ----------------------------------------------------------------------------------
 
+REPEATED = 0.1
+"""Distinct values over rows below which a text column is dictionary-encoded (names, types, operations);
+above (row images, statements, GTIDs), its values are written plain: a dictionary that fills up and is
+given up costs the writer more than it saves."""
+
+
+def repeated(rows: pa.Table) -> list[str]:
+    """The top-level text columns of ``rows`` that repeat their values enough for a dictionary (:data:`REPEATED`)."""
+    return [
+        f.name
+        for f in rows.schema
+        if pa.types.is_string(f.type) and pc.count_distinct(rows.column(f.name)).as_py() <= REPEATED * rows.num_rows
+    ]
+
 
 @dataclass
 class _Open:
     """One data file being written: its writer, where, and what it holds so far."""
 
-    writer: pq.ParquetWriter
+    writer: pq.ParquetWriter | None
+    """Made at the first row group (its encodings chosen from those rows: :func:`repeated`)."""
     stream: Any
     path: str
     relative: str
@@ -351,10 +366,8 @@ class TableWriter:
         self.filesystem, self.root = arrow_filesystem(target.location, target.filesystem_options)
         self.local = isinstance(self.filesystem, pafs.LocalFileSystem)
         self.data_schema = pa.schema([f for f in target.schema if f.name not in target.partition_by])
-        strings = [f.name for f in self.data_schema if pa.types.is_string(f.type)]
         self.options = {
             "compression": COMPRESSION,
-            "use_dictionary": strings,
             "dictionary_pagesize_limit": DICTIONARY_PAGE_BYTES,
             "write_statistics": [n for n in target.stats if n in self.data_schema.names],
             "store_schema": False,
@@ -416,14 +429,17 @@ class TableWriter:
         if self.local:  # an object store has no folders to make
             self.filesystem.create_dir(f"{self.root}/{folder}" if folder else self.root, recursive=True)
         stream = self.filesystem.open_output_stream(path)
-        writer = pq.ParquetWriter(stream, self.data_schema, **self.options)
         return _Open(
-            writer, stream, path, quote(relative, safe="/=-_.~"), texts, _Stats(self.data_schema, self.target.stats)
+            None, stream, path, quote(relative, safe="/=-_.~"), texts, _Stats(self.data_schema, self.target.stats)
         )
 
     def _flush(self, opened: _Open) -> None:
         if opened.pending:
             table = pa.concat_tables(opened.pending)
+            if opened.writer is None:
+                opened.writer = pq.ParquetWriter(
+                    opened.stream, self.data_schema, use_dictionary=repeated(table), **self.options
+                )
             opened.writer.write_table(table, row_group_size=max(1, table.num_rows))
             opened.pending, opened.pending_bytes = [], 0
 
@@ -431,6 +447,7 @@ class TableWriter:
         """Finish every open file; the staged files written (all of them, over the writer's life)."""
         for opened in self.open.values():
             self._flush(opened)
+            assert opened.writer is not None  # a file is opened for rows
             opened.writer.close()
             opened.stream.close()
             info = self.filesystem.get_file_info(opened.path)
@@ -453,7 +470,9 @@ class TableWriter:
     def abort(self) -> None:
         """Close and delete the files being written (a task that fails midway leaves none behind)."""
         for opened in self.open.values():
-            for step in (opened.writer.close, opened.stream.close):
+            for step in (opened.writer.close if opened.writer is not None else None, opened.stream.close):
+                if step is None:
+                    continue
                 with contextlib.suppress(Exception):  # the file goes anyway
                     step()
             with contextlib.suppress(OSError):

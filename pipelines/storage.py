@@ -52,6 +52,8 @@ import contextlib
 import json
 import os
 import re
+import shutil
+import tempfile
 import threading
 import time
 import uuid
@@ -71,7 +73,7 @@ from deltalake.exceptions import DeltaError
 from pyspark import StorageLevel
 from pyspark.sql import Column, DataFrame, Row, SparkSession
 from pyspark.sql import functions as F
-from pyspark.sql.types import BooleanType
+from pyspark.sql.types import BooleanType, StringType
 from pyspark.util import inheritable_thread_target
 
 from conf import StorageSettings
@@ -187,6 +189,9 @@ class Write:
     """``merge``: a boolean column of ``frame`` (not of the spec); a row where it is false deletes
     the row its key matches instead of upserting, and is never inserted."""
 
+
+_WARMED: set[int] = set()
+"""The JVMs (by their Spark context) whose Delta commit code :meth:`Lakehouse.warm_commits` ran."""
 
 _NTZ = "timestamp_ntz"
 """How a DATETIME column's type reads in a schema's simple string."""
@@ -474,9 +479,12 @@ class Lakehouse:
         return self.spark.read.schema(spec.schema).option("basePath", location).parquet(*uris)
 
     def _delta_log(self, spec: TableSpec) -> Any:
+        return self._delta_log_at(self.path(spec))
+
+    def _delta_log_at(self, path: str) -> Any:
         jvm = self.spark.sparkContext._jvm
         assert jvm is not None
-        return jvm.org.apache.spark.sql.delta.DeltaLog.forTable(self.spark._jsparkSession, self.path(spec))
+        return jvm.org.apache.spark.sql.delta.DeltaLog.forTable(self.spark._jsparkSession, path)
 
     @staticmethod
     def _schema_is(spec: TableSpec, schema_json: str) -> bool:
@@ -543,7 +551,7 @@ class Lakehouse:
             write_deltalake(local, data, mode="append", writer_properties=statistics)
         return True
 
-    def write_all(self, writes: Sequence[Write], *, parallel: int = 4) -> None:
+    def write_all(self, writes: Sequence[Write], *, parallel: int = 8) -> None:
         """Several independent writes, up to ``parallel`` at a time; every one is done when this returns.
 
         The first failure is raised once the others have ended (each write is whole or absent).
@@ -630,6 +638,32 @@ class Lakehouse:
 
         self._warming = threading.Thread(target=warm, name="catalog-warm", daemon=True)
         self._warming.start()
+
+    def warm_commits(self) -> None:
+        """Run the JVM's Delta commit code once in the background (once per JVM), while a stage's tasks
+        work: its first use in a JVM loads and compiles several seconds of classes, which the first
+        commit of the run would otherwise wait for.  It commits to a table of its own in a temporary
+        local folder, deleted after; a failure is left for the commits that need that code to report."""
+        key = id(self.spark.sparkContext._jsc)
+        if key in _WARMED:
+            return
+        _WARMED.add(key)
+
+        def warm() -> None:
+            folder = tempfile.mkdtemp(prefix="binlog-lakehouse-warm-")
+            try:
+                spec = TableSpec(Layer.STATE, "warm", "", (Col("file", StringType(), ""),), ("file",))
+                log = self._delta_log_at(f"file:{folder}/t")
+                add = {"add": {"path": "f.parquet", "partitionValues": {}, "size": 1, "modificationTime": 0,
+                               "dataChange": True, "stats": '{"numRecords":0}'}}  # fmt: skip
+                self._commit(log.startTransaction(), [add], self._new_metadata(spec, spec.properties))
+                self._commit(log.startTransaction(), [add], None)
+            except Exception:
+                pass
+            finally:
+                shutil.rmtree(folder, ignore_errors=True)
+
+        threading.Thread(target=inheritable_thread_target(self.spark)(warm), name="delta-warm", daemon=True).start()
 
     @contextlib.contextmanager
     def registering_at_end(self) -> Iterator[None]:

@@ -7,7 +7,7 @@ from collections.abc import Iterator
 import pytest
 from pyspark.sql import SparkSession
 
-from pipelines.execution import MIB, SMALL_WORK, CompilerDirectives, ExecutionMode
+from pipelines.execution import MIB, SMALL_WORK, ExecutionMode
 
 
 def _settings(spark: SparkSession) -> dict[str, str | None]:
@@ -61,39 +61,3 @@ def test_settings_the_session_was_given_are_left_as_they_are(session: SparkSessi
     mode.reset()
     assert session.conf.get("spark.sql.adaptive.enabled") == "true"
     assert "spark.sql.codegen.factoryMode" not in session.conf.getAll
-
-
-def _excludes_c2(directives: CompilerDirectives) -> bool:
-    """Whether a directive in force keeps every method from C2 (``jcmd Compiler.directives_print``)."""
-    text = directives.describe()
-    return any(
-        "matching: *.*" in block and "Exclude:true" in block.split("c2 directives:", 1)[-1]
-        for block in text.split("Directive:")
-    )
-
-
-def test_a_jvm_started_for_one_run_compiles_a_small_stage_quickly_until_reset(session: SparkSession) -> None:
-    mode = ExecutionMode(session, small_work_mib=64, one_run=True)
-    assert mode.directives is not None and mode.directives.available
-    assert not _excludes_c2(mode.directives)
-    mode.fit(5_000)
-    try:
-        assert _excludes_c2(mode.directives)
-        assert session.range(10).selectExpr("sum(id) AS s").first().s == 45  # type: ignore[union-attr]
-        mode.fit(64 * MIB)  # a large stage next: C2 compiles again
-        assert not _excludes_c2(mode.directives)
-        mode.fit(1)
-        assert _excludes_c2(mode.directives)
-    finally:
-        mode.reset()
-    assert not _excludes_c2(mode.directives)
-
-
-def test_a_shared_session_keeps_its_compilers_on_small_work(session: SparkSession) -> None:
-    mode = ExecutionMode(session, small_work_mib=64)
-    mode.fit(5_000)
-    try:
-        assert mode.directives is None
-        assert not _excludes_c2(CompilerDirectives(session))
-    finally:
-        mode.reset()

@@ -25,6 +25,7 @@ from pipelines.session import (
     GARBAGE_COLLECTOR,
     LAUNCH_SETTINGS,
     MALLOC_ARENA_MAX,
+    QUICK_COMPILER,
     RESOLVED,
     ROW_GROUP_BYTES,
     _forget_resolution,
@@ -456,3 +457,13 @@ def test_run_sql_prints_a_header_then_tab_separated_rows_as_spark_sql_shows_them
         "CAST(1.50 AS DECIMAL(4,2)) AS d FROM range(2)",
     )
     assert lines == ["id\tid\tmissing\ts\td", "0\t0\tNULL\t{0, x}\t1.50", "1\t1\tNULL\t{1, x}\t1.50"]
+
+
+def test_a_jvm_this_process_starts_for_one_run_compiles_with_the_quick_compiler_only() -> None:
+    cfg = SparkSettings(master="local[2]", class_archive_dir=None, conf={"spark.driver.extraJavaOptions": "-Xss4m"})
+    assert spark_options(cfg, one_run=True)["spark.driver.extraJavaOptions"] == (
+        f"{GARBAGE_COLLECTOR} {QUICK_COMPILER} -Xss4m"  # the config's options last: they win
+    )
+    assert QUICK_COMPILER not in spark_options(cfg)["spark.driver.extraJavaOptions"]  # a session that lives on
+    launched = {"spark.master": "local[2]"}  # a launcher started the JVM: its options are its own
+    assert spark_options(cfg, launched, one_run=True).get("spark.driver.extraJavaOptions") == "-Xss4m"
