@@ -7,8 +7,9 @@
 Each round, each a fresh process timed from start to exit, interleaved so that the machine's
 load weighs on all alike:
 
-1. ``floor``: a process that starts a Spark session with the same config (``build_spark``),
-   writes a one-row Delta table, reads it back and stops: what any Spark job here pays.
+1. ``floor``: a process that starts a Spark session with the same config (``build_spark``, its JVM
+   started for one run as the job's is), writes a one-row Delta table, reads it back and stops:
+   what any Spark job here pays.
 2. ``sample``: ``binlog-lakehouse run`` over the bundled sample binlogs (5 files, 766 events)
    into a new lakehouse, with the config's settings (its catalog registrations included).
 3. ``no-op``: the same command again on the same lakehouse: nothing new to do.
@@ -45,7 +46,7 @@ FLOOR = textwrap.dedent(
     from conf import load_config
     from pipelines.session import build_spark
     cfg = load_config(sys.argv[1])
-    spark = build_spark(cfg.spark)
+    spark = build_spark(cfg.spark, one_run=True)  # its JVM started as a job command's is
     with tempfile.TemporaryDirectory(prefix="floor-") as folder:
         spark.range(1).write.format("delta").save(folder + "/t")
         assert spark.read.format("delta").load(folder + "/t").count() == 1

@@ -343,6 +343,7 @@ def _stage(
             ctx.state.begin(Layer(name), written)
             stage.write(ctx, out)
             ctx.state.finish(Layer(name), written)
+            lake.register_soon()  # while the next stages run
             done = True
     except Interrupted:
         interrupted = True

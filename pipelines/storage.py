@@ -230,8 +230,14 @@ class Lakehouse:
         wrote them (:meth:`written_frame`)."""
         self._registered: dict[str, str] | None = None
         self._lock = threading.Lock()
+        self._catalog_lock = threading.Lock()
+        """Held while registering (one registration at a time, without holding up writes)."""
         self._warming: threading.Thread | None = None
         self._deferred = False
+        self._made: list[TableRef] = []
+        """Tables made within :meth:`registering_at_end` and not handed to :meth:`register_soon` yet."""
+        self._registering: ThreadPoolExecutor | None = None
+        self._registrations: list[Any] = []
 
     @property
     def root(self) -> str:
@@ -380,8 +386,8 @@ class Lakehouse:
             writer.save(path)
         with self._lock:
             self.commits += 1
-        if not exists and not self._deferred:
-            self.register([spec])
+        if not exists:
+            self._created(spec)
         if self.on_write is not None:
             self.on_write(spec)
 
@@ -436,8 +442,8 @@ class Lakehouse:
             with self._lock:
                 self.commits += 1
         self.written[spec.folder] = tuple(files)
-        if not exists and not self._deferred:
-            self.register([spec])
+        if not exists:
+            self._created(spec)
         if self.on_write is not None:
             self.on_write(spec)
 
@@ -668,18 +674,50 @@ class Lakehouse:
     @contextlib.contextmanager
     def registering_at_end(self) -> Iterator[None]:
         """Within the block, a table written for the first time is not registered as it is written
-        but when the block ends, in one batch with every other table of the lakehouse the catalog
-        is not known to hold (:meth:`register_unregistered`): one catalog listing per database and
-        one record of the registrations, instead of a lookup and a record per table.
+        but when the block ends (or, in the background, once :meth:`register_soon` is asked), in
+        one batch with every other table of the lakehouse the catalog is not known to hold
+        (:meth:`register_unregistered`): one catalog listing per database and one record of the
+        registrations, instead of a lookup and a record per table.
 
-        When the block raises, nothing is registered: the tables it created are registered by the
-        next block that ends (the next run), as are those of a run killed before its end."""
+        When the block raises, only what :meth:`register_soon` was asked for is registered: the
+        tables it created since are registered by the next block that ends (the next run), as are
+        those of a run killed before its end."""
         self._deferred = True
         try:
             yield
         finally:
             self._deferred = False
+            self._made = []
+            pool, self._registering = self._registering, None
+            if pool is not None:
+                pool.shutdown(wait=True)
+            done, self._registrations = self._registrations, []
+        for future in done:
+            future.result()  # a registration that failed fails the block
         self.register_unregistered()
+
+    def _created(self, table: TableRef) -> None:
+        """A table was made: registered now, or as :meth:`registering_at_end` says."""
+        if self._deferred:
+            with self._lock:
+                self._made.append(table)
+        else:
+            self.register([table])
+
+    def register_soon(self) -> None:
+        """Within :meth:`registering_at_end`: register the tables made so far in the background (one
+        thread, in the order asked), while the run goes on; the block's end waits for it.  A persistent
+        catalog takes a few tenths of a second per table, mostly waiting on its metastore."""
+        if not self._deferred or not self.settings.register_tables:
+            return
+        with self._lock:
+            made, self._made = self._made, []
+        if not made:
+            return
+        if self._registering is None:
+            self._registering = ThreadPoolExecutor(max_workers=1, thread_name_prefix="catalog-register")
+        register = inheritable_thread_target(self.spark)(self.register)
+        self._registrations.append(self._registering.submit(register, made))
 
     def register_unregistered(self) -> None:
         """Register every table of the lakehouse's folders that is not remembered as registered here
@@ -708,7 +746,7 @@ class Lakehouse:
         """
         if not self.settings.register_tables:
             return
-        with self._lock:
+        with self._catalog_lock:
             known = dict(self.registered())
             todo = [t for t in tables if t.layer != Layer.STATE and (force or known.get(self._key(t)) != self.path(t))]
             if not todo:
