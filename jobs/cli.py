@@ -215,6 +215,7 @@ def _run(args: argparse.Namespace, cfg: AppConfig, spark: SparkSession | None) -
         preflight,
         scratch_folder,
     )
+    from pipelines.quality.gx import import_ahead  # noqa: PLC0415
     from pipelines.run import as_json, new_run_id, run, summary  # noqa: PLC0415
 
     run_id = args.run_id or new_run_id()
@@ -235,6 +236,8 @@ def _run(args: argparse.Namespace, cfg: AppConfig, spark: SparkSession | None) -
             if lock is not None:
                 lock.acquire()
             with Interrupts(lambda signum: _stop_spark(spark)) as interrupts:
+                if spark is None:  # the gates' library loads while the JVM starts
+                    import_ahead()
                 session = spark or _session(cfg, scratch, run_id)
                 interrupts.on_signal = lambda signum: _stop_spark(session)
                 interrupts.reclaim()

@@ -7,13 +7,26 @@ with both off (:data:`SMALL_WORK`); a larger one with Spark's defaults, where th
 themselves.  Settings the session already has explicitly (a config's ``spark.conf``, spark-submit)
 are never touched, and every setting changed is restored when the stage ends.
 
+Small work also runs its Python in the driver's own process (:func:`collect_mapped`): the function
+a stage would hand Spark's Python workers (``mapInArrow``) is called here, on the rows as Arrow.  A
+run on a few small files then starts no Python worker, and its JVM never runs the Arrow exchange
+with one: on a cold JVM the first such job costs seconds, the framing of the files themselves a
+fraction of one.
+
 A JVM started for one run (``binlog-lakehouse run`` and the other stage commands) runs with its
 quick compiler only, whatever the size of the work (:data:`pipelines.session.QUICK_COMPILER`).
 """
 
 from __future__ import annotations
 
-from pyspark.sql import SparkSession
+from collections.abc import Callable, Iterator
+
+import pyarrow as pa
+import pyarrow.compute as pc
+from pyspark.sql import DataFrame, Row, SparkSession
+from pyspark.sql.conversion import ArrowTableToRowsConversion
+from pyspark.sql.pandas.types import to_arrow_schema
+from pyspark.sql.types import StructType
 
 MIB = 1 << 20
 
@@ -61,4 +74,46 @@ class ExecutionMode:
             self.small = False
 
 
-__all__ = ["MIB", "SMALL_WORK", "ExecutionMode"]
+ArrowFunction = Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]
+"""What ``mapInArrow`` runs: batches in, batches of its output schema out."""
+
+
+def collect_mapped(
+    source: DataFrame | pa.Table, function: ArrowFunction, schema: StructType, *, here: bool
+) -> list[Row]:
+    """The rows ``source.mapInArrow(function, schema).collect()`` gives: in Spark's Python workers, or
+    with ``here`` (and for an Arrow ``source``, always) in this process, over the rows as Arrow (a
+    frame's through ``toArrow``), converted to rows as ``collect`` converts them (``timestamp``: local
+    time without a zone)."""
+    if isinstance(source, DataFrame) and not here:
+        return source.mapInArrow(function, schema).collect()
+    table = source.toArrow() if isinstance(source, DataFrame) else source
+    target = to_arrow_schema(schema, timezone="UTC", prefers_large_types=False)
+    out = [batch if batch.schema == target else batch.cast(target) for batch in function(iter(table.to_batches()))]
+    return ArrowTableToRowsConversion.convert(pa.Table.from_batches(out, schema=target), schema)
+
+
+def apply_grouped(
+    frame: DataFrame, key: str, function: Callable[[pa.Table], pa.Table], schema: StructType, *, here: bool
+) -> DataFrame:
+    """``frame.groupBy(key).applyInArrow(function, schema)``: in Spark's Python workers, or with
+    ``here`` in this process, each group of the frame's rows as Arrow (``toArrow``) handed to
+    ``function`` in turn, the result a frame of the rows it returned."""
+    if not here:
+        return frame.groupBy(key).applyInArrow(function, schema)
+    table = frame.toArrow()
+    target = to_arrow_schema(schema, timezone="UTC", prefers_large_types=False)
+    column = table[key]
+    groups = [
+        function(table.filter(pc.is_null(column) if value is None else pc.equal(column, value)))
+        for value in pc.unique(column).to_pylist()
+    ]
+    out = (
+        pa.concat_tables([g if g.schema == target else g.cast(target) for g in groups])
+        if groups
+        else target.empty_table()
+    )
+    return frame.sparkSession.createDataFrame(out, schema)
+
+
+__all__ = ["MIB", "SMALL_WORK", "ArrowFunction", "ExecutionMode", "apply_grouped", "collect_mapped"]

@@ -20,9 +20,12 @@ from dataclasses import dataclass, field
 from typing import Protocol, TypeVar
 
 import pandas as pd
-from pyspark.sql import DataFrame, SparkSession
+import pyarrow as pa
+from pyspark.sql import DataFrame, Row, SparkSession
+from pyspark.sql.types import StructType
 
 from conf.models import AppConfig
+from pipelines.execution import ArrowFunction, apply_grouped, collect_mapped
 from pipelines.progress import LakeState
 from pipelines.staging import Staged
 from pipelines.storage import Lakehouse, Persisted
@@ -53,6 +56,18 @@ class Context:
 
     def __post_init__(self) -> None:
         self.state = LakeState(self.lake)
+
+    def mapped(self, source: DataFrame | pa.Table, function: ArrowFunction, schema: StructType) -> list[Row]:
+        """``source.mapInArrow(function, schema).collect()``, run in this process when the stage at
+        hand is small work (:func:`pipelines.execution.collect_mapped`)."""
+        return collect_mapped(source, function, schema, here=self.lake.small_work())
+
+    def grouped(
+        self, frame: DataFrame, key: str, function: Callable[[pa.Table], pa.Table], schema: StructType
+    ) -> DataFrame:
+        """``frame.groupBy(key).applyInArrow(function, schema)``, run in this process when the stage at
+        hand is small work (:func:`pipelines.execution.apply_grouped`)."""
+        return apply_grouped(frame, key, function, schema, here=self.lake.small_work())
 
     def size_of(self, files: list[str]) -> int:
         """The bytes of ``files`` as ``binlog_files`` lists them."""

@@ -25,7 +25,9 @@ histories), and the lake is on a local file system, a write that appends, replac
 overwrites is collected as Arrow (``toArrow``, one Spark job) and committed by delta-rs
 (:meth:`Lakehouse._write_on_driver`): on a few thousand rows, a Delta write through Spark is
 seconds of fixed cost on the JVM (the write job, statistics, the commit, its checksum), most of
-it compiling code a one-run process uses once.  The table is the same Delta table: the spec's
+it compiling code a one-run process uses once.  Files tasks wrote are committed the same way, their
+``add`` actions as they are (:meth:`Lakehouse._commit_on_driver`), and no JVM Delta commit code is
+warmed for such a stage.  The table is the same Delta table: the spec's
 schema with its comments (every column nullable, as Spark makes a table by path), its
 properties, file statistics of the same prefix length; Spark reads and writes it after.
 Merges into an existing table, replacing writes of tables with a change data feed, writes that
@@ -70,6 +72,7 @@ from deltalake import DeltaTable as DeltaRsTable
 from deltalake import Schema as DeltaRsSchema
 from deltalake import WriterProperties, write_deltalake
 from deltalake.exceptions import DeltaError
+from deltalake.transaction import AddAction
 from pyspark import StorageLevel
 from pyspark.sql import Column, DataFrame, Row, SparkSession
 from pyspark.sql import functions as F
@@ -427,8 +430,15 @@ class Lakehouse:
         if write.mode not in ("replace", "append") or replacing or staged.transform is not None:
             self._rewrite_staged(write, staged)
             return
-        txn = self._delta_log(spec).startTransaction()
-        if exists and not self._schema_is(spec, str(txn.metadata().schemaString())):
+        properties = {**spec.properties, **write.properties}
+        local = local_path_of(self.qualified(spec)) if self.small_work() or spec.small else None
+        txn = None
+        if local is not None:  # small work on a local lake: delta-rs commits, on the driver
+            stored = DeltaRsTable(local).schema().to_json() if exists else None
+        else:
+            txn = self._delta_log(spec).startTransaction()
+            stored = str(txn.metadata().schemaString()) if exists else None
+        if stored is not None and not self._schema_is(spec, stored):
             self._rewrite_staged(write, staged)  # Spark evolves the table's schema
             return
         files = list(staged.files)
@@ -436,9 +446,10 @@ class Lakehouse:
             writer = TableWriter(self.target(spec))
             writer.write(staged.extra.transform(conform(spec)).toArrow())
             files += writer.close()
-        if files or not exists:
-            metadata = None if exists else self._new_metadata(spec, {**spec.properties, **write.properties})
-            self._commit(txn, [f.add_action() for f in files], metadata)
+        if local is not None:
+            self._commit_on_driver(local, spec, files, exists, properties)
+        elif files or not exists:
+            self._commit(txn, [f.add_action() for f in files], None if exists else self._new_metadata(spec, properties))
             with self._lock:
                 self.commits += 1
         self.written[spec.folder] = tuple(files)
@@ -525,6 +536,27 @@ class Lakehouse:
         for action in actions:
             listed.add(parse(json.dumps(action)))
         txn.commit(jvm.scala.jdk.javaapi.CollectionConverters.asScala(listed).toSeq(), _append_operation(jvm))
+
+    def _commit_on_driver(
+        self, local: str, spec: TableSpec, files: Sequence[StagedFile], exists: bool, properties: Mapping[str, str]
+    ) -> None:
+        """Commit written files into the table at the local path ``local`` with delta-rs (the table
+        made first when new, as :meth:`_write_on_driver` makes it): one commit of their ``add`` actions."""
+        if not exists:
+            _create_on_driver(local, spec.schema.json(), spec.partition_by, properties)
+            with self._lock:
+                self.commits += 1
+        if not files:
+            return
+        table = DeltaRsTable(local)
+        table.create_write_transaction(
+            [AddAction(f.path, f.size, f.partition_values, f.modification_time, True, f.stats) for f in files],
+            mode="append",
+            schema=table.schema(),
+            partition_by=list(spec.partition_by) or None,
+        )
+        with self._lock:
+            self.commits += 1
 
     def _write_on_driver(self, write: Write, frame: DataFrame, exists: bool) -> bool:
         """Commit ``frame`` (conformed) with delta-rs on the driver, as Spark would (see the module
@@ -651,8 +683,8 @@ class Lakehouse:
         commit of the run would otherwise wait for.  It commits to a table of its own in a temporary
         local folder, deleted after; a failure is left for the commits that need that code to report."""
         key = id(self.spark.sparkContext._jsc)
-        if key in _WARMED:
-            return
+        if key in _WARMED or (self.small_work() and local_path_of(self.root) is not None):
+            return  # small work on a local lake commits with delta-rs
         _WARMED.add(key)
 
         def warm() -> None:

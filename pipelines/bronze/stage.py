@@ -43,8 +43,10 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 import pandas as pd
+import pyarrow as pa
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
+from pyspark.sql.pandas.types import to_arrow_schema
 
 from pipelines.bronze.discover import Discovery, ListedFile, WorkItem, discover, same_time, sequence_of, server_of
 from pipelines.bronze.framing import (
@@ -65,6 +67,7 @@ from pipelines.bronze.transforms import (
     DEFAULT_BATCH_BYTES,
     EVENT,
     FILE,
+    OUTPUT,
     STAGED_FILE,
     SUMMARY_FIELDS,
     WALK_FIELDS,
@@ -172,6 +175,12 @@ def work_frame(spark: SparkSession, items: list[WorkItem], max_tasks: int = MAX_
     rows = [[item.row() for item in b] for b in bins]
     rdd = spark.sparkContext.parallelize(rows, len(rows)).flatMap(lambda b: b)
     return spark.createDataFrame(rdd, WORK_ITEMS)
+
+
+def work_table(items: list[WorkItem]) -> pa.Table:
+    """The work items as ``WORK_ITEMS`` rows in Arrow, in order (framed in this process)."""
+    schema = to_arrow_schema(WORK_ITEMS, timezone="UTC")
+    return pa.Table.from_pylist([dict(zip(schema.names, item.row(), strict=True)) for item in items], schema=schema)
 
 
 MIN_PIECE_BYTES = 32 << 20
@@ -386,23 +395,20 @@ class BronzeStage:
         return out
 
     def _frame(self, ctx: Context, work: list[WorkItem], options: dict[str, str]) -> list[Any]:
-        """Frame ``work`` in Spark tasks, which write the events and quarantine rows; what they hand back."""
+        """Frame ``work`` in Spark tasks (small work: in this process), which write the events and
+        quarantine rows; what they hand back."""
         spark = ctx.spark
-        return (
-            work_frame(spark, work)
-            .transform(
-                frame_files(
-                    ctx.lake.target(BINLOG_EVENTS),
-                    ctx.lake.target(QUARANTINE),
-                    ctx.run_id,
-                    verify_checksums=ctx.cfg.decoder.verify_checksums,
-                    batch_rows=max(1, int(spark.conf.get("spark.sql.execution.arrow.maxRecordsPerBatch") or 10_000)),
-                    batch_bytes=DEFAULT_BATCH_BYTES,
-                    filesystem_options=options,
-                )
-            )
-            .collect()
+        framing = frame_files(
+            ctx.lake.target(BINLOG_EVENTS),
+            ctx.lake.target(QUARANTINE),
+            ctx.run_id,
+            verify_checksums=ctx.cfg.decoder.verify_checksums,
+            batch_rows=max(1, int(spark.conf.get("spark.sql.execution.arrow.maxRecordsPerBatch") or 10_000)),
+            batch_bytes=DEFAULT_BATCH_BYTES,
+            filesystem_options=options,
         )
+        source = work_table(work) if ctx.lake.small_work() else work_frame(spark, work)
+        return ctx.mapped(source, framing, OUTPUT)
 
     def _discard(self, ctx: Context, files: list[StagedFile]) -> None:
         """Delete written files that are not to be committed."""

@@ -1,8 +1,9 @@
 """Bronze transforms: frame the files of a work list in Spark tasks, each task writing the rows of
 ``binlog_events`` and ``quarantine`` it frames into their tables' folders.
 
-:func:`frame_files` maps a frame of work items (``WORK_ITEMS``: one row per file to (re)frame,
-with where to resume) to a small frame of ``OUTPUT`` rows with ``mapInArrow``.  Each task opens its
+:func:`frame_files` is the function ``mapInArrow`` runs from work items (``WORK_ITEMS``: one row
+per file to (re)frame, with where to resume) to a few ``OUTPUT`` rows (small work runs it in the
+driver's process: :func:`pipelines.execution.collect_mapped`).  Each task opens its
 files itself -- a local path or ``file:`` URI with ``open``, an object-store or HDFS URI with
 ``pyarrow.fs`` configured from the job's Hadoop settings (:func:`open_binary`) -- and streams them
 through :func:`pipelines.bronze.framing.frame_file` (:func:`frame_batches`: Arrow batches of the
@@ -24,7 +25,6 @@ from urllib.parse import urlparse
 
 import pyarrow as pa
 import pyarrow.compute as pc
-from pyspark.sql import DataFrame
 from pyspark.sql.pandas.types import to_arrow_schema
 from pyspark.sql.types import ArrayType, LongType, MapType, StringType, StructField, StructType, TimestampType
 
@@ -39,6 +39,7 @@ from pipelines.bronze.framing import (
     ResumePoint,
     frame_file,
 )
+from pipelines.execution import ArrowFunction
 from pipelines.filesystems import open_arrow_input
 from pipelines.staging import STAGED, TableTarget, TableWriter, staged_rows
 from pipelines.tables import BINLOG_EVENTS, BINLOG_FILES, QUARANTINE
@@ -369,9 +370,9 @@ def frame_files(
     batch_bytes: int = DEFAULT_BATCH_BYTES,
     filesystem_options: Mapping[str, str] | None = None,
     spill_dir: str | None = None,
-) -> Callable[[DataFrame], DataFrame]:
-    """``WORK_ITEMS`` -> ``OUTPUT``: frame each file in the task holding its work item, its events and
-    quarantine rows written into the files of ``events`` and ``quarantine`` (run ``run_id``).
+) -> ArrowFunction:
+    """``WORK_ITEMS`` batches -> ``OUTPUT`` batches: frame each file of the task's work items, its events
+    and quarantine rows written into the files of ``events`` and ``quarantine`` (run ``run_id``).
 
     ``filesystem_options`` (plain data, shipped with the tasks) are the Hadoop settings for
     reading object-store URIs, from :func:`pipelines.storage.hadoop_filesystem_options` on the driver.
@@ -389,10 +390,7 @@ def frame_files(
         )
         return staged_framing(framed, events, quarantine, run_id)
 
-    def transform(work: DataFrame) -> DataFrame:
-        return work.mapInArrow(run, OUTPUT)
-
-    return transform
+    return run
 
 
 __all__ = [

@@ -139,37 +139,47 @@ class _Known:
     """gold table -> its schema and table name (as the schema history names it)."""
 
 
+_DDL_COLUMNS = (
+    "server",
+    "file",
+    "offset",
+    "inner_index",
+    "gtid",
+    "commit_timestamp",
+    "timestamp",
+    "objects",
+    "status_vars",
+)
+"""The ``ddl_events`` columns the replay's DDL steps are made from."""
+
+
+def _acting_statements(ctx: Context) -> list[Row]:
+    """The ``ddl_events`` rows whose objects a replay step acts on (few); small work reads the table on
+    the driver (all of it is small then) instead of asking Spark."""
+    acting = sorted({*RESETS, ALTER, "rename_from", "rename_to"})
+    if ctx.lake.small_work():
+        found = [Row(**row) for row in ctx.lake.rows(DDL_EVENTS, _DDL_COLUMNS)]
+        return [row for row in found if any(o.action in acting for o in row.objects or [])]
+    statements = ctx.lake.read(DDL_EVENTS).where(F.exists("objects", lambda o: o["action"].isin(*acting)))
+    return statements.select(*_DDL_COLUMNS).collect()
+
+
 def _ddl_steps(ctx: Context, sequences: dict[str, int | None]) -> dict[str, list[_Ddl]]:
     """server -> the DDL statements that empty, rename or alter tables, with the tables they act on
     (few: collected; an ALTER's commit is the time of the defaults it fills in).
 
     A RENAME TABLE of several pairs is one step per pair, in the statement's order (the index of
-    the pair's new name is the last part of its position), so that ``a TO t, b TO a, t TO b`` swaps."""
+    the pair's new name is the last part of its position), so that ``a TO t, b TO a, t TO b`` swaps.
+    A DDL statement commits as it is written: its header time where no end event says more."""
     if not ctx.lake.exists(DDL_EVENTS):
         return {}
-    acting = sorted({*RESETS, ALTER, "rename_from", "rename_to"})
-    rows = (
-        ctx.lake.read(DDL_EVENTS)
-        .where(F.exists("objects", lambda o: o["action"].isin(*acting)))
-        .select(
-            "server",
-            "file",
-            "offset",
-            "inner_index",
-            "gtid",
-            # a DDL statement commits as it is written: its header time where no end event says more
-            F.coalesce("commit_timestamp", F.timestamp_seconds("timestamp")).alias("commit_timestamp"),
-            "objects",
-            (
-                F.col("timestamp") * 1_000_000 + F.coalesce(F.col("status_vars")["microseconds"].cast("long"), F.lit(0))
-            ).alias("micros"),
-            F.col("status_vars")["time_zone"].alias("time_zone"),
-        )
-        .collect()
-    )
+    rows = _acting_statements(ctx)
     steps: dict[str, list[_Ddl]] = defaultdict(list)
     for row in rows:
         at = _position(sequences.get(row.file), row.file, row.offset, row.inner_index, None)
+        status = row.status_vars or {}
+        committed = row.commit_timestamp or datetime.fromtimestamp(row.timestamp)  # local, as Spark collects
+        now = Now(row.timestamp * 1_000_000 + int(status.get("microseconds") or 0), status.get("time_zone"))
         source: Any = None
         for index, o in enumerate(row.objects):
             if o.action in RESETS or o.action == ALTER:
@@ -180,8 +190,8 @@ def _ddl_steps(ctx: Context, sequences: dict[str, int | None]) -> dict[str, list
                         o.schema_name,
                         o.object_name,
                         row.gtid,
-                        row.commit_timestamp,
-                        now=Now(int(row.micros), row.time_zone),
+                        committed,
+                        now=now,
                     )
                 )
             elif o.action == "rename_from":
@@ -194,7 +204,7 @@ def _ddl_steps(ctx: Context, sequences: dict[str, int | None]) -> dict[str, list
                         source.schema_name,
                         source.object_name,
                         row.gtid,
-                        row.commit_timestamp,
+                        committed,
                         (o.schema_name or source.schema_name, o.object_name),
                     )
                 )
@@ -834,10 +844,11 @@ class CurrentStage:
             if start is not None and histories is not None:
                 for t, found in histories.items():
                     parts.setdefault(t, []).append(_seed_rows(found, next(iter(members.values())), start))
-            versions = (
-                _union(parts, image)
-                .groupBy("server")
-                .applyInArrow(replay_server(known, meta, name, own.fieldNames(), start), history.schema)
+            versions = ctx.grouped(
+                _union(parts, image),
+                "server",
+                replay_server(known, meta, name, own.fieldNames(), start),
+                history.schema,
             )
             out.tables[name] = _Replayed(current_table(name, own), history, out.kept.keep(versions), start is not None)
         out.counts["current_tables"] = len(names)

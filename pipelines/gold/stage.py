@@ -337,7 +337,7 @@ class GoldStage:
         )
         staged: list[StagedFile] = []
         fact_rows = []
-        for row in rows.mapInArrow(decode, OUTPUT).collect():
+        for row in ctx.mapped(rows, decode, OUTPUT):
             if row.kind == STAGED_FILE:
                 staged.append(StagedFile.of(row[STAGED_FILE]))
             else:

@@ -30,7 +30,9 @@ results, in the quarantine rows, and in the Data Docs.
 due: :meth:`QualityProject.prepare` (called as soon as a stage knows it has files to gate) imports
 it and opens the context in a background thread, while Spark works; gates wait for it;
 :meth:`QualityProject.build_docs` renders the Data Docs of the run's results once, at the end of
-the run, in that thread too.  A run that gates nothing never imports great-expectations.
+the run, in that thread too.  A process started for one run imports it sooner still, while its
+Spark session starts (:func:`import_ahead`): on small input the stages finish their first work before
+the import would.  Otherwise a run that gates nothing never imports great-expectations.
 
 **Data Docs without a network.** great-expectations' index page draws its tables with JavaScript
 loaded from CDNs; the site here draws them in HTML (:data:`STATIC_TABLE`), so the index reads the
@@ -229,6 +231,37 @@ def sentence(rule: Rule, action: Action) -> str:
 
 T = TypeVar("T")
 
+_AHEAD: list[threading.Thread] = []
+
+
+def _import_gx() -> Any:
+    """great-expectations, imported (the first call takes seconds)."""
+    os.environ.setdefault("TQDM_DISABLE", "1")  # no metric progress bars in job logs
+    try:
+        import great_expectations as gx  # noqa: PLC0415 (imported on first use: it takes seconds)
+    except SystemExit as exc:  # pyspark's Spark Connect check, when __main__ has no file (python -c)
+        raise RuntimeError(
+            "importing great-expectations stopped: it imports pyspark.sql.connect, whose dependency check "
+            "exits when the main module has no file (python -c); run from a script or binlog-lakehouse"
+        ) from exc
+    return gx
+
+
+def _import_quietly() -> None:
+    try:
+        _import_gx()
+    except BaseException:  # the import a gate makes raises it again, where it is reported
+        return
+
+
+def import_ahead() -> None:
+    """Start importing great-expectations in a background thread (once per process), for a process
+    that will gate a run's stages: while its Spark session starts, the thread mostly has the
+    interpreter to itself (the session waits on the JVM)."""
+    if not _AHEAD:
+        _AHEAD.append(threading.Thread(target=_import_quietly, name="great-expectations-import", daemon=True))
+        _AHEAD[0].start()
+
 
 class QualityProject:
     """The great-expectations project of a lakehouse; ``folder`` None: kept in memory (no Data Docs).
@@ -318,15 +351,8 @@ class QualityProject:
 
     def _open(self) -> Any:
         """Import great-expectations; open (or create) the project's context and its data source."""
-        os.environ.setdefault("TQDM_DISABLE", "1")  # no metric progress bars in job logs
-        try:
-            import great_expectations as gx  # noqa: PLC0415 (imported on first use: it takes seconds)
-            from great_expectations.data_context.types.base import ProgressBarsConfig  # noqa: PLC0415
-        except SystemExit as exc:  # pyspark's Spark Connect check, when __main__ has no file (python -c)
-            raise RuntimeError(
-                "importing great-expectations stopped: it imports pyspark.sql.connect, whose dependency check "
-                "exits when the main module has no file (python -c); run from a script or binlog-lakehouse"
-            ) from exc
+        gx = _import_gx()
+        from great_expectations.data_context.types.base import ProgressBarsConfig  # noqa: PLC0415
 
         context: Any
         if self.folder is None:
@@ -548,6 +574,7 @@ __all__ = [
     "CheckResult",
     "QualityProject",
     "fact_batch",
+    "import_ahead",
     "project_folder",
     "rules_digest",
     "sentence",

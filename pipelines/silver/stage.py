@@ -202,14 +202,13 @@ class SilverStage:
         quarantine = lake.target(QUARANTINE)
         # 1. the QUERY-shaped events and the maps whose shape changed: what the schema replay needs
         first = _Handed(
-            bronze_events(ctx, pending, ("query", "table_map"))
-            .where((F.col("event_class") == "query") | F.col("shape_changed"))
-            .select(*sorted({*QUERY_INPUT, *MAP_INPUT}), "event_class")
-            .mapInArrow(
+            ctx.mapped(
+                bronze_events(ctx, pending, ("query", "table_map"))
+                .where((F.col("event_class") == "query") | F.col("shape_changed"))
+                .select(*sorted({*QUERY_INPUT, *MAP_INPUT}), "event_class"),
                 staged_queries(SilverTargets(lake.target(DDL_EVENTS), quarantine, server_of, fdes, ctx.run_id)),
                 QUERY_OUTPUT,
             )
-            .collect()
         )
         # the history of each server built: every file's DDL and map shapes, in binlog order
         new_ddl = first.rows("ddl")
@@ -227,9 +226,8 @@ class SilverStage:
             results.update(replayed)
         # 2. every map, named from that history
         second = _Handed(
-            bronze_events(ctx, pending, ("table_map",))
-            .select(*MAP_INPUT)
-            .mapInArrow(
+            ctx.mapped(
+                bronze_events(ctx, pending, ("table_map",)).select(*MAP_INPUT),
                 staged_maps(
                     SilverTargets(lake.target(TABLE_MAPS), quarantine, server_of, fdes, ctx.run_id),
                     history_rows,
@@ -237,7 +235,6 @@ class SilverStage:
                 ),
                 MAP_OUTPUT,
             )
-            .collect()
         )
         history_frame = spark.createDataFrame(history_rows, SCHEMA_HISTORY.schema)
         out.schema_history = history_frame

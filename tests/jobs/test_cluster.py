@@ -41,10 +41,11 @@ def readme_recipe() -> str:
 def cluster_config(folder: Path) -> Path:
     """A config for the cluster: master from spark-submit, the sample in, a lakehouse in ``folder``,
     partitions sized for two one-core executors (Spark's 200 shuffle partitions and Delta's 50 for a
-    snapshot would make the small sample thousands of tasks)."""
+    snapshot would make the small sample thousands of tasks), and the sample run as large work
+    (``small_work_mib: 0``): small work runs its Python in the driver, and the executors are to run it."""
     small = {"spark.default.parallelism": 2, "spark.databricks.delta.snapshotPartitions": 2}
     data = {
-        "spark": {"master": None, "ui_enabled": False, "shuffle_partitions": 2, "conf": small},
+        "spark": {"master": None, "ui_enabled": False, "shuffle_partitions": 2, "conf": small, "small_work_mib": 0},
         "input": {"path": str(SAMPLE)},
         "storage": {"root": str(folder / "lake")},
     }

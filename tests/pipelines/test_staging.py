@@ -1,6 +1,7 @@
 """Specifications of ``pipelines.staging`` and of how the lakehouse commits what tasks wrote: the files
 are those Spark would write (schema, partition folders, statistics), they enter the table in one Delta
 commit through Spark's Delta log (a new table made in that same commit, Delta choosing its protocol),
+or, for small work on a local lake, through delta-rs on the driver into the table Spark would make;
 and a write Spark must make (rows that replace others, rows to change, a schema that grows) reads them
 back and leaves none of them behind.
 """
@@ -14,6 +15,7 @@ from typing import Any
 
 import pyarrow as pa
 import pytest
+from deltalake import DeltaTable as DeltaRsTable
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import LongType, StringType, StructField, StructType, TimestampNTZType, TimestampType
@@ -53,8 +55,9 @@ def rows(file: str, offsets: range, part: str = "a") -> pa.Table:
     )
 
 
-def lake_of(spark: SparkSession, tmp_path: Path) -> Lakehouse:
-    return Lakehouse(spark, StorageSettings(root=str(tmp_path / "lake"), register_tables=False))
+def lake_of(spark: SparkSession, tmp_path: Path, *, small: bool = False) -> Lakehouse:
+    settings = StorageSettings(root=str(tmp_path / "lake"), register_tables=False)
+    return Lakehouse(spark, settings, small_work=lambda: small)
 
 
 def staged(lake: Lakehouse, *tables: pa.Table) -> Staged:
@@ -67,6 +70,13 @@ def staged(lake: Lakehouse, *tables: pa.Table) -> Staged:
 
 def log_actions(table: Path, version: int) -> list[dict[str, Any]]:
     return [json.loads(line) for line in (table / "_delta_log" / f"{version:020d}.json").read_text().splitlines()]
+
+
+def log_adds(table: Path) -> list[dict[str, Any]]:
+    """Every ``add`` action of the table's log, oldest commit first."""
+    return [
+        a for c in sorted((table / "_delta_log").glob("*.json")) for a in log_actions(table, int(c.stem)) if "add" in a
+    ]
 
 
 def test_rows_are_conformed_to_the_tables_columns_by_name() -> None:
@@ -162,6 +172,39 @@ def test_new_files_and_the_drivers_own_rows_enter_an_existing_table_in_one_more_
     written = lake.written_frame(SPEC, {"part": ["a"]})
     assert written is not None
     assert sorted((r.file, r.offset) for r in written.collect()) == [("f2", 2), ("f2", 3), ("f3", 9)]
+
+
+def test_files_written_for_small_work_on_a_local_lake_are_committed_by_delta_rs_into_the_table_spark_makes(
+    spark: SparkSession, tmp_path: Path
+) -> None:
+    lakes = {small: lake_of(spark, tmp_path / str(small), small=small) for small in (False, True)}
+    for lake in lakes.values():
+        lake.write(Write(SPEC, staged(lake, rows("f1", range(3)), rows("f2", range(3, 4), part="b")), fresh=True))
+    driver_lake = lakes[True]
+    folders = {small: Path(lake.path(SPEC)) for small, lake in lakes.items()}
+    assert commit_engines(folders[True]) == ["delta-rs", "delta-rs"] and driver_lake.commits == 2  # made, added
+    assert commit_engines(folders[False]) == ["Apache-Spark"]
+    read = {small: lake.read(SPEC) for small, lake in lakes.items()}
+    assert read[True].schema == read[False].schema  # with the comments
+    assert sorted(read[True].collect()) == sorted(read[False].collect())
+    assert len(read[True].collect()) == 4
+    tables = {small: DeltaRsTable(str(folder)) for small, folder in folders.items()}
+    assert tables[True].protocol().reader_features == tables[False].protocol().reader_features == ["timestampNtz"]
+    assert tables[True].metadata().partition_columns == ["part"]
+    assert tables[True].metadata().configuration == tables[False].metadata().configuration == SPEC.properties
+    added = {
+        small: sorted((a["add"]["partitionValues"]["part"], json.loads(a["add"]["stats"])) for a in log_adds(folder))
+        for small, folder in folders.items()
+    }
+    assert added[True] == added[False] and len(added[True]) == 2  # the task's statistics, as written
+    written = driver_lake.written_frame(SPEC, {"part": ["b"]})
+    assert written is not None and [(r.file, r.offset) for r in written.collect()] == [("f2", 3)]
+    driver_lake.write(Write(SPEC, staged(driver_lake, rows("f3", range(5, 6))), fresh=True))
+    assert commit_engines(folders[True]) == ["delta-rs"] * 3
+    driver_lake.small_work = lambda: False  # Spark commits to the table delta-rs made
+    driver_lake.write(Write(SPEC, staged(driver_lake, rows("f4", range(6, 7))), fresh=True))
+    assert commit_engines(folders[True])[-1] == "Apache-Spark"
+    assert sorted(r.file for r in driver_lake.read(SPEC).collect()) == ["f1", "f1", "f1", "f2", "f3", "f4"]
 
 
 @pytest.mark.parametrize("how", ["replace", "transform", "new field"])

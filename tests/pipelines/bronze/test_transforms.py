@@ -38,6 +38,7 @@ from pipelines.bronze.framing import (
 from pipelines.bronze.stage import TASK_BYTES, work_frame
 from pipelines.bronze.transforms import (
     FILE_SUMMARY,
+    OUTPUT,
     WORK_ITEMS,
     frame_batches,
     frame_files,
@@ -208,7 +209,7 @@ def test_framing_tasks_write_binlog_events_and_quarantine_with_the_run_id_and_ha
     items = [WorkItem(f"file:{p}", p.name, p.stat().st_size, LISTED, None, Decision.NEW) for p in paths]
     lake = Lakehouse(spark, StorageSettings(root=str(tmp_path / "lake"), register_tables=False))
     events, quarantine = lake.target(BINLOG_EVENTS), lake.target(QUARANTINE)
-    out = work_frame(spark, items).transform(frame_files(events, quarantine, "run-7")).collect()
+    out = work_frame(spark, items).mapInArrow(frame_files(events, quarantine, "run-7"), OUTPUT).collect()
 
     assert {row.kind for row in out} == {"file", "staged"}  # no piece: no map is handed back
     staged = [StagedFile.of(row.staged) for row in out if row.kind == "staged"]
