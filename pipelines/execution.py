@@ -20,6 +20,7 @@ quick compiler only, whatever the size of the work (:data:`pipelines.session.QUI
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
+from typing import TypeVar
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -78,6 +79,14 @@ ArrowFunction = Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]
 """What ``mapInArrow`` runs: batches in, batches of its output schema out."""
 
 
+T = TypeVar("T", pa.RecordBatch, pa.Table)
+
+
+def _declared(data: T, target: pa.Schema) -> T:
+    """Rows a function returned, in the Arrow schema their declared Spark schema maps to."""
+    return data if data.schema == target else data.cast(target)
+
+
 def collect_mapped(
     source: DataFrame | pa.Table, function: ArrowFunction, schema: StructType, *, here: bool
 ) -> list[Row]:
@@ -89,7 +98,7 @@ def collect_mapped(
         return source.mapInArrow(function, schema).collect()
     table = source.toArrow() if isinstance(source, DataFrame) else source
     target = to_arrow_schema(schema, timezone="UTC", prefers_large_types=False)
-    out = [batch if batch.schema == target else batch.cast(target) for batch in function(iter(table.to_batches()))]
+    out = [_declared(batch, target) for batch in function(iter(table.to_batches()))]
     return ArrowTableToRowsConversion.convert(pa.Table.from_batches(out, schema=target), schema)
 
 
@@ -108,11 +117,7 @@ def apply_grouped(
         function(table.filter(pc.is_null(column) if value is None else pc.equal(column, value)))
         for value in pc.unique(column).to_pylist()
     ]
-    out = (
-        pa.concat_tables([g if g.schema == target else g.cast(target) for g in groups])
-        if groups
-        else target.empty_table()
-    )
+    out = pa.concat_tables([_declared(g, target) for g in groups]) if groups else target.empty_table()
     return frame.sparkSession.createDataFrame(out, schema)
 
 
