@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shlex
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -25,8 +26,9 @@ import pytest
 import yaml
 from deltalake import DeltaTable
 
-from conf import default_delta_package
+from conf import SparkSettings
 from jobs.orchestration import DAG_ID, PARAMS, REPORT, STAGES, TASKS, readme_params, readme_table
+from pipelines.session import JAVA_OPTIONS, spark_options, submit_jars
 from tests.harness.sample_lake import SampleLake, lake_rows
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -36,6 +38,8 @@ LOGICAL_DATE = "2024-03-01"
 README = (ROOT / "README.md").read_text(encoding="utf-8")
 SMALL = {"spark.sql.shuffle.partitions": 2, "spark.databricks.delta.snapshotPartitions": 2}
 """Spark settings for the sample's few kilobytes (as the ``spark`` fixture's): fewer, larger tasks."""
+ONE_RUN_JVM = spark_options(SparkSettings(), one_run=True)[JAVA_OPTIONS]
+"""The driver JVM options of a one-run process: its collector, the quick compiler, the class-data archive."""
 
 pytestmark = [
     pytest.mark.airflow,
@@ -66,11 +70,13 @@ print(json.dumps({
 
 def airflow_env(home: Path, config: Path) -> dict[str, str]:
     """The environment of the Airflow commands: a private ``AIRFLOW_HOME``, the project's DAG folder,
-    and the DAG's params pointing at this environment's spark-submit, ``binlog-lakehouse`` and ``config``."""
+    and the DAG's params pointing at this environment's spark-submit, ``binlog-lakehouse`` and ``config``.
+    spark-submit gets the Delta jars ``.ci/setup`` resolved (``--jars``: no Ivy resolution per task)
+    and the JVM options the CLI gives a JVM it starts for one run (:data:`ONE_RUN_JVM`)."""
     bin_dir = Path(sys.executable).parent
     submit = (
         f"{bin_dir / 'spark-submit'} --master local[2] --driver-memory 1g "
-        f"--packages {default_delta_package()} --conf spark.jars.ivy={ROOT / '.cache' / 'ivy'}"
+        f"--jars {','.join(submit_jars(SparkSettings()))} --driver-java-options {shlex.quote(ONE_RUN_JVM)}"
     )
     return {
         **os.environ,
