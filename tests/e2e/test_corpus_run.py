@@ -19,6 +19,7 @@ from pathlib import Path
 from urllib.parse import urlparse
 
 import pytest
+from deltalake import DeltaTable
 from pyspark.sql import SparkSession
 
 from binlog_core.decoder import decode_file
@@ -164,7 +165,7 @@ def test_every_row_change_the_decoder_reads_is_in_gold_file_by_file(corpus_run: 
 def test_the_typed_tables_hold_every_row_change_once(corpus_run: CorpusRun) -> None:
     lake = corpus_run.lake
     names = [name for name in lake.tables(Layer.GOLD) if name != "changes" and not name.startswith("_")]
-    per_table = {name: lake.read(Table.gold(name)).count() for name in names}
+    per_table = {name: DeltaTable(lake.path(Table.gold(name))).to_pyarrow_dataset().count_rows() for name in names}
     by_source: Counter[str] = Counter()
     for r in lake.read(Table.gold("changes")).groupBy("schema_name", "table_name").count().collect():
         by_source[gold_table_name(r.schema_name, r.table_name)] += r["count"]
