@@ -26,6 +26,7 @@ from pipelines.run import run
 from pipelines.storage import Lakehouse, Layer, Table
 from tests.fixtures.recorder import Change
 from tests.fixtures.truth import FIXTURES, VARIANTS, change_table_mismatches, expected_images, load_variant
+from tests.harness.sample_lake import table_versions
 from tests.harness.typed import typed_mismatches
 
 ORDER = ["file", "offset", "inner_index", "row_index"]
@@ -43,15 +44,6 @@ def run_all(spark: SparkSession, cfg: AppConfig) -> tuple[int, int, int]:
     report = run(spark, cfg, err=io.StringIO(), progress_every=None)
     assert report.exit_code == 0, report
     return report.files_built["bronze"], report.files_built["silver"], report.files_built["gold"]
-
-
-def table_versions(spark: SparkSession, lake: Lakehouse) -> dict[str, int]:
-    versions = {}
-    for layer in (Layer.BRONZE, Layer.SILVER, Layer.GOLD):
-        for name in lake.tables(layer):
-            path = f"{lake.settings.root}/{layer.value}/{name}"
-            versions[f"{layer.value}.{name}"] = spark.sql(f"DESCRIBE HISTORY delta.`{path}`").first()["version"]  # type: ignore[index]
-    return versions
 
 
 @pytest.fixture(scope="module")
@@ -150,8 +142,8 @@ def test_nothing_is_quarantined_from_the_fixtures(built: Lake) -> None:
 
 
 def test_a_second_run_adds_nothing_and_writes_no_new_table_version(built: Lake, spark: SparkSession) -> None:
-    before = table_versions(spark, built.lake)
+    before = table_versions(built.lake, Layer.BRONZE, Layer.SILVER, Layer.GOLD)
     assert run_all(spark, built.cfg) == (0, 0, 0)
-    after = table_versions(spark, built.lake)
+    after = table_versions(built.lake, Layer.BRONZE, Layer.SILVER, Layer.GOLD)
     assert after == before
     assert built.lake.read(Table.gold("changes")).count() == len(built.changes)

@@ -24,7 +24,7 @@ from pyspark.sql import SparkSession
 
 from conf import AppConfig, InputSettings, StorageSettings
 from pipelines.run import run
-from pipelines.storage import Lakehouse, Table
+from pipelines.storage import Lakehouse, Layer, Table
 from pipelines.tables import CATALOGED
 
 SAMPLE = Path(__file__).resolve().parents[1] / "fixtures" / "mariadb" / "sample"
@@ -96,6 +96,16 @@ def lake_rows(root: Path, binlogs: Path) -> dict[str, list[str]]:
                     repr(_by_name(row)).replace(str(binlogs), "IN").replace(str(root), "ROOT") for row in rows
                 )
     return tables
+
+
+def table_versions(lake: Lakehouse, *layers: Layer) -> dict[str, int]:
+    """The latest version of every table of ``layers`` in ``lake``, by ``layer.name``, read from
+    the Delta logs by delta-rs (no Spark job)."""
+    return {
+        f"{layer.value}.{name}": DeltaTable(lake.path(Table(layer, name))).version()
+        for layer in layers
+        for name in lake.tables(layer)
+    }
 
 
 def commit_engines(table: Path) -> list[str]:

@@ -36,6 +36,7 @@ from pipelines.storage import Lakehouse, Layer, Table, Write
 from pipelines.tables import BINLOG_EVENTS, BINLOG_FILES
 from tests.fixtures.truth import FIXTURES
 from tests.harness.corpus import corpus_path
+from tests.harness.sample_lake import table_versions
 
 SAMPLE = FIXTURES / "sample"
 EVENTS = Table.bronze("binlog_events")
@@ -72,16 +73,6 @@ def rows(lake: Lakehouse, table: Table, *without: str) -> list[tuple[Any, ...]]:
         if c not in without
     ]
     return sorted((tuple(r) for r in frame.select(*kept).collect()), key=lambda r: (repr(r[:4]), repr(r)))
-
-
-def versions(spark: SparkSession, lake: Lakehouse) -> dict[str, int]:
-    """The latest version of every table of the lakehouse."""
-    found = {}
-    for layer in (Layer.BRONZE, Layer.QUALITY):
-        for name in lake.tables(layer):
-            history = spark.sql(f"DESCRIBE HISTORY delta.`{lake.path(Table(layer, name))}`")
-            found[f"{layer.value}.{name}"] = history.agg({"version": "max"}).first()[0]  # type: ignore[index]
-    return found
 
 
 def expected_events(path: Path, file: str, run_id: str) -> list[tuple[Any, ...]]:
@@ -162,10 +153,11 @@ def test_each_event_of_the_sample_becomes_one_row_and_a_second_run_writes_nothin
         "event_class=table_map",
     ]
 
-    before, written = {t: rows(lake, t) for t in (EVENTS, FILES, QUARANTINE)}, versions(spark, lake)
+    before = {t: rows(lake, t) for t in (EVENTS, FILES, QUARANTINE)}
+    written = table_versions(lake, Layer.BRONZE, Layer.QUALITY)
     again = bronze(spark, cfg, run_id="second")
     assert (again.exit_code, again.files_built["bronze"], again.events_framed) == (Exit.OK, 0, 0)
-    assert versions(spark, lake) == written
+    assert table_versions(lake, Layer.BRONZE, Layer.QUALITY) == written
     assert {t: rows(lake, t) for t in (EVENTS, FILES, QUARANTINE)} == before
 
 

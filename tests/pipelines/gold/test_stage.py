@@ -37,6 +37,7 @@ from pipelines.storage import Lakehouse, Table
 from pipelines.tables import BINLOG_EVENTS, CHANGES, TABLE_ID_LIFECYCLE, Layer
 from tests.fixtures.recorder import Change
 from tests.fixtures.truth import change_table_mismatches, load_variant
+from tests.harness.sample_lake import table_versions
 from tests.harness.typed import typed_mismatches
 
 SAMPLE = load_variant("sample")
@@ -68,21 +69,13 @@ class Lake:
     def read(self, table: str, after: str) -> DataFrame:
         """A gold table as it was after run ``after``."""
         path = self.lake.path(Table.gold(table))
-        return self.spark.read.format("delta").option("versionAsOf", self.versions[after][table]).load(path)
+        return self.spark.read.format("delta").option("versionAsOf", self.versions[after][f"gold.{table}"]).load(path)
 
 
 def ok(spark: SparkSession, cfg: AppConfig, stages: tuple[str, ...], code: Exit = Exit.OK) -> RunReport:
     report = run(spark, cfg, stages, err=io.StringIO(), progress_every=None)
     assert report.exit_code == code, report
     return report
-
-
-def versions_of(spark: SparkSession, lake: Lakehouse) -> dict[str, int]:
-    out = {}
-    for table in lake.tables(Layer.GOLD):
-        path = lake.path(Table.gold(table))
-        out[table] = spark.sql(f"DESCRIBE HISTORY delta.`{path}`").first()["version"]  # type: ignore[index]
-    return out
 
 
 @pytest.fixture(scope="module")
@@ -101,7 +94,7 @@ def built(spark: SparkSession, tmp_path_factory: pytest.TempPathFactory) -> Iter
 
     def record(step: str, report: RunReport) -> None:
         built.reports[step] = report
-        built.versions[step] = versions_of(spark, lake)
+        built.versions[step] = table_versions(lake, Layer.GOLD)
         state = Context(spark, cfg, lake, step).state
         built.progress[step], built.silver[step] = state.progress(Layer.GOLD), state.progress(Layer.SILVER)
 
