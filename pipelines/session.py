@@ -18,7 +18,9 @@ the classes it loaded when it exits, and every JVM this module starts later maps
 instead of loading and verifying those classes again.
 ``--jars`` does the same and prints the jars as one comma-separated list, for ``spark-submit
 --jars`` (the cluster then needs no access to Maven Central; anything Spark prints meanwhile goes
-to stderr).
+to stderr). ``--java-options`` prints the options this module gives a driver JVM it starts for one
+run (collector, quick compiler, class-data archive), for ``spark-submit --driver-java-options``
+where each job is a JVM of its own (an orchestrator's local tasks).
 ``python -m pipelines.session --sql "SELECT ..."`` runs statements in a session built from the
 config, so tables registered by earlier runs are queried by name::
 
@@ -259,6 +261,12 @@ def spark_options(
     if java_options and JAVA_OPTIONS in cfg.conf and JAVA_OPTIONS not in existing:  # the config's come last
         options[JAVA_OPTIONS] = " ".join([*java_options, _conf_value(cfg.conf[JAVA_OPTIONS])])
     return options
+
+
+def one_run_java_options(cfg: SparkSettings) -> str:
+    """The driver JVM options :func:`build_spark` gives a JVM it starts for one run of ``cfg``, as
+    one string (``spark-submit --driver-java-options``): the same start wherever the JVM comes from."""
+    return spark_options(cfg, one_run=True).get(JAVA_OPTIONS, "")
 
 
 def _java_binary() -> str | None:
@@ -603,7 +611,7 @@ def _sql(cfg: SparkSettings, statements: Sequence[str]) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """``python -m pipelines.session [--config FILE] [--warm [--force] | --jars | --sql STATEMENT...]``."""
+    """``python -m pipelines.session [--config FILE] [--warm [--force] | --jars | --java-options | --sql SQL...]``."""
     parser = argparse.ArgumentParser(
         prog="python -m pipelines.session",
         description=(
@@ -621,14 +629,19 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="print the jars of the config (resolved once if needed) comma-separated, for spark-submit --jars",
     )
     parser.add_argument(
+        "--java-options",
+        action="store_true",
+        help="print the driver JVM options of a one-run process, for spark-submit --driver-java-options",
+    )
+    parser.add_argument(
         "--sql",
         action="append",
         metavar="STATEMENT",
         help="run STATEMENT and print its rows tab-separated after a header line (repeatable)",
     )
     args = parser.parse_args(argv)
-    if sum(map(bool, (args.warm, args.sql, args.jars))) > 1:
-        parser.error("--warm, --jars and --sql exclude each other")
+    if sum(map(bool, (args.warm, args.sql, args.jars, args.java_options))) > 1:
+        parser.error("--warm, --jars, --java-options and --sql exclude each other")
     try:
         cfg = load_config(args.config).spark
     except ConfigError as exc:
@@ -641,6 +654,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _sql(cfg, args.sql)
     if args.jars:
         print(",".join(submit_jars(cfg)))
+        return 0
+    if args.java_options:
+        print(one_run_java_options(cfg))
         return 0
     if not args.warm:
         for key, value in sorted(spark_options(cfg).items()):

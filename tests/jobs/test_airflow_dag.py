@@ -26,9 +26,9 @@ import pytest
 import yaml
 from deltalake import DeltaTable
 
-from conf import SparkSettings
+from conf import load_config
 from jobs.orchestration import DAG_ID, PARAMS, REPORT, STAGES, TASKS, readme_params, readme_table
-from pipelines.session import JAVA_OPTIONS, spark_options, submit_jars
+from pipelines.session import one_run_java_options, submit_jars
 from tests.harness.sample_lake import SampleLake, lake_rows
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -38,8 +38,6 @@ LOGICAL_DATE = "2024-03-01"
 README = (ROOT / "README.md").read_text(encoding="utf-8")
 SMALL = {"spark.sql.shuffle.partitions": 2, "spark.databricks.delta.snapshotPartitions": 2}
 """Spark settings for the sample's few kilobytes (as the ``spark`` fixture's): fewer, larger tasks."""
-ONE_RUN_JVM = spark_options(SparkSettings(), one_run=True)[JAVA_OPTIONS]
-"""The driver JVM options of a one-run process: its collector, the quick compiler, the class-data archive."""
 
 pytestmark = [
     pytest.mark.airflow,
@@ -72,11 +70,13 @@ def airflow_env(home: Path, config: Path) -> dict[str, str]:
     """The environment of the Airflow commands: a private ``AIRFLOW_HOME``, the project's DAG folder,
     and the DAG's params pointing at this environment's spark-submit, ``binlog-lakehouse`` and ``config``.
     spark-submit gets the Delta jars ``.ci/setup`` resolved (``--jars``: no Ivy resolution per task)
-    and the JVM options the CLI gives a JVM it starts for one run (:data:`ONE_RUN_JVM`)."""
+    and the JVM options the CLI gives a JVM it starts for one run (as ``python -m pipelines.session
+    --jars`` and ``--java-options`` print them)."""
     bin_dir = Path(sys.executable).parent
+    spark = load_config(str(config)).spark
     submit = (
-        f"{bin_dir / 'spark-submit'} --master local[2] --driver-memory 1g "
-        f"--jars {','.join(submit_jars(SparkSettings()))} --driver-java-options {shlex.quote(ONE_RUN_JVM)}"
+        f"{bin_dir / 'spark-submit'} --master local[2] --driver-memory 1g --jars {','.join(submit_jars(spark))} "
+        f"--driver-java-options {shlex.quote(one_run_java_options(spark))}"
     )
     return {
         **os.environ,

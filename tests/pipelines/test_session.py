@@ -34,6 +34,7 @@ from pipelines.session import (
     class_archive,
     local_cores,
     main,
+    one_run_java_options,
     record_classes,
     resolved_jars,
     run_sql,
@@ -283,13 +284,40 @@ def test_main_prints_the_derby_metastore_below_the_lakehouse_root_of_the_config(
 
 
 @pytest.mark.parametrize(
-    "options", [["--warm", "--sql", "SELECT 1"], ["--jars", "--warm"], ["--jars", "--sql", "SELECT 1"]]
+    "options",
+    [
+        ["--warm", "--sql", "SELECT 1"],
+        ["--jars", "--warm"],
+        ["--jars", "--sql", "SELECT 1"],
+        ["--java-options", "--jars"],
+    ],
 )
-def test_main_refuses_warm_jars_and_sql_together(options: list[str], capsys: pytest.CaptureFixture[str]) -> None:
+def test_main_refuses_warm_jars_java_options_and_sql_together(
+    options: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
     with pytest.raises(SystemExit) as raised:
         main(options)
     assert raised.value.code == 2
-    assert "--warm, --jars and --sql exclude each other" in capsys.readouterr().err
+    assert "--warm, --jars, --java-options and --sql exclude each other" in capsys.readouterr().err
+
+
+def test_main_prints_the_driver_options_of_a_one_run_jvm_for_spark_submit(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    archive = tmp_path / "jvm"
+    config = tmp_path / "c.yaml"
+    config.write_text(f"spark:\n  class_archive_dir: {archive}\ninput:\n  path: in\nstorage:\n  root: lake\n")
+    assert main(["--config", str(config), "--java-options"]) == 0
+    assert capsys.readouterr().out == f"{GARBAGE_COLLECTOR} {QUICK_COMPILER}\n"  # no archive recorded yet
+
+    cfg = SparkSettings(class_archive_dir=str(archive))
+    recorded = class_archive(cfg)
+    assert recorded is not None
+    archive.mkdir()
+    recorded.write_bytes(b"")
+    assert main(["--config", str(config), "--java-options"]) == 0
+    assert capsys.readouterr().out == f"{one_run_java_options(cfg)}\n"
+    assert f"-XX:SharedArchiveFile={recorded}" in one_run_java_options(cfg).split()
 
 
 def test_main_prints_the_jars_of_the_recorded_resolution_as_one_list_for_spark_submit(
